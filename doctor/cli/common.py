@@ -1,0 +1,45 @@
+"""Options and output plumbing shared by every command (format, --fail-on, colour, exit code)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from doctor.errors import EXIT_FINDINGS, EXIT_OK
+from doctor.findings import SEVERITIES, Finding, severity_rank
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+        help="Output format: text for people, json for scripts (versioned schema), markdown for tickets.",
+    )
+
+
+def fail_on_option(f: F) -> F:
+    return click.option(
+        "--fail-on", type=click.Choice(SEVERITIES + ("never",)), default="warning", show_default=True,
+        help="Exit 1 when a finding is at or above this severity ('never': always exit 0 after a run).",
+    )(f)
+
+
+def exit_code(findings: list[Finding], fail_on: str) -> int:
+    if fail_on == "never":
+        return EXIT_OK
+    threshold = severity_rank(fail_on)
+    return EXIT_FINDINGS if any(severity_rank(f.severity) >= threshold for f in findings) else EXIT_OK
+
+
+def use_color() -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def emit(text: str) -> None:
+    click.echo(text.rstrip("\n"), color=use_color())

@@ -1,0 +1,94 @@
+"""Entry point and the command group.
+
+Subcommands are imported only when invoked (``LazyGroup``), so ``llmdoctor inspect`` never pays for
+the imports of ``report`` or ``check``: an on-call tool must start instantly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from doctor import __version__
+
+#: name -> "module:attribute"; the order here is the order `--help` lists them.
+COMMANDS: dict[str, str] = {
+    "inspect": "doctor.cli.inspect_cmd:inspect",
+}
+
+EPILOG = """\b
+Exit codes (all commands):
+  0  nothing at or above --fail-on (default: warning)
+  1  findings at or above --fail-on
+  2  usage error or bad input (the message names the file, field or flag)
+  3  the target could not be examined at all (unreachable, not an LLM server)
+  4  internal error (a bug in llmdoctor: please report it with the command you ran)
+
+\b
+Examples:
+  llmdoctor inspect example:seed-gqa-27b
+  llmdoctor inspect ~/models/Qwen3-8B --format json
+"""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="llmdoctor")
+def cli() -> None:
+    """Diagnose vLLM and SGLang deployments the way a senior serving engineer would.
+
+    llmdoctor reads a model's config.json, a launch command, the GPUs and a server's /metrics, and
+    says what is wrong, why, how sure it is, and the exact fix. Every conclusion cites the facts
+    (config field, flag, metric, GPU property) that led to it.
+    """
+
+
+def main() -> None:
+    """Run the CLI; turn our errors into one line and an exit code, and never show a traceback."""
+    from doctor.errors import DoctorError
+
+    try:
+        # Commands return their exit code; --help and --version return 0.
+        rc = cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("llmdoctor: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except DoctorError as exc:
+        click.echo(f"llmdoctor: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # `llmdoctor ... | head`: the reader left; nothing to report.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        click.echo("llmdoctor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
+        if os.environ.get("LLMDOCTOR_DEBUG"):
+            raise
+        click.echo(
+            f"llmdoctor: internal error: {type(exc).__name__}: {exc} "
+            "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
+            err=True,
+        )
+        sys.exit(4)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,113 @@
+"""Secret redaction, applied to every command line, environment, URL and document before it is shown or saved.
+
+Launch commands are pasted into incident channels and snapshots are attached to bug reports, so an
+``--api-key`` on a command line or an ``HF_TOKEN`` in a process environment must never survive into any
+output. Redaction is by name (flags and keys that hold secrets) and by shape (credentials in URLs,
+bearer tokens, well-known token prefixes), because a secret can hide in either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "***"
+
+# Names (flags without dashes, env vars, JSON keys), compared case-insensitively with - and _ unified.
+_SECRET_NAME = re.compile(
+    r"(^|_)(api_?key|apikey|token|access_?token|auth_?token|hf_?token|secret|secret_?key|password|passwd|"
+    r"credentials?|private_?key|auth|authorization|bearer)($|_)"
+)
+# Names that look secret by the rule above but carry no secret.
+_NOT_SECRET = {"max_tokens", "tokenizer", "tokenizer_mode", "tokenizer_path", "skip_tokenizer_init",
+               "token_usage", "auth_mode"}
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<pw>[^/\s@]+)@")
+_BEARER = re.compile(r"(?i)\b(bearer|token)(\s+|=)([A-Za-z0-9._~+/=-]{8,})")
+_TOKEN_SHAPES = re.compile(
+    r"\b(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|ghp_[A-Za-z0-9]{20,}|gh[ousr]_[A-Za-z0-9]{20,}|"
+    r"xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+)
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\",}]+)")
+
+
+def is_secret_name(name: str) -> bool:
+    """True for a flag, env var or JSON key whose value is a secret (``--api-key``, ``HF_TOKEN``)."""
+    norm = name.lstrip("-").lower().replace("-", "_")
+    if norm in _NOT_SECRET:
+        return False
+    return bool(_SECRET_NAME.search(norm))
+
+
+def redact_text(text: str) -> str:
+    """Mask secrets that show by their shape or by a ``name=value`` next to them, in free text."""
+    if not text:
+        return text
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _TOKEN_SHAPES.sub(MASK, text)
+
+    def _assign(m: re.Match[str]) -> str:
+        if is_secret_name(m["name"]):
+            return f"{m['name']}{m['sep']}{m['quote']}{MASK}"
+        return m.group(0)
+
+    text = _ASSIGNMENT.sub(_assign, text)
+    return _redact_flag_pairs_in_text(text)
+
+
+def _redact_flag_pairs_in_text(text: str) -> str:
+    """``--api-key SECRET`` inside a single string (a pasted command)."""
+    return re.sub(
+        r"(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)(?P<quote>['\"]?)(?P<value>[^\s'\"]+)",
+        lambda m: (f"{m['flag']}{m['sep']}{m['quote']}{MASK}"
+                   if is_secret_name(m["flag"]) and not m["value"].startswith("-") else m.group(0)),
+        text,
+    )
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """Mask the values of secret flags in an argv list (``--api-key X``, ``--api-key=X``) and any shaped secret."""
+    out: list[str] = []
+    mask_next = False
+    for arg in argv:
+        if mask_next and not arg.startswith("-"):
+            out.append(MASK)
+            mask_next = False
+            continue
+        mask_next = False
+        if arg.startswith("-") and "=" in arg:
+            flag, _, _value = arg.partition("=")
+            if is_secret_name(flag):
+                out.append(f"{flag}={MASK}")
+                continue
+        elif arg.startswith("-") and is_secret_name(arg):
+            mask_next = True
+        elif "=" in arg and not arg.startswith("-"):
+            name, _, _value = arg.partition("=")
+            if is_secret_name(name):  # VAR=value in front of a command
+                out.append(f"{name}={MASK}")
+                continue
+        out.append(redact_text(arg))
+    return out
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: (MASK if is_secret_name(k) else redact_text(v)) for k, v in env.items()}
+
+
+def redact_obj(obj: Any) -> Any:
+    """Recursively redact a JSON-like document (server_info, snapshots, targets files)."""
+    if isinstance(obj, dict):
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_name(k) and v not in (None, "", False)
+                and not isinstance(v, (dict, list)) else redact_obj(v))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        if obj and all(isinstance(x, str) for x in obj) and any(x.startswith("-") for x in obj):
+            return redact_argv(obj)
+        return [redact_obj(x) for x in obj]
+    if isinstance(obj, str):
+        return redact_text(obj)
+    return obj
