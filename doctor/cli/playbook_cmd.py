@@ -1,0 +1,157 @@
+"""`llmdoctor playbook`: read, check and document the decision trees."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from doctor.cli.common import emit
+from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
+
+PLAYBOOKS_OPTION = click.option(
+    "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
+    help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes.yaml.",
+)
+
+
+@click.group("playbook")
+def playbook() -> None:
+    """Read, validate and document the playbooks (YAML decision trees, one per symptom).
+
+    \b
+    Examples:
+      llmdoctor playbook list
+      llmdoctor playbook show tools-ignored
+      llmdoctor playbook show moe-without-ep
+      llmdoctor playbook validate ./my-playbooks
+      llmdoctor playbook docs -o docs/causes.md
+
+    Exit codes: 0 ok, 2 unknown id or invalid playbooks.
+    """
+
+
+@playbook.command("list")
+@PLAYBOOKS_OPTION
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
+    """List the symptoms (playbooks) and the causes each can reach."""
+    from doctor.playbook.docs import symptoms_by_cause
+    from doctor.playbook.loader import load_playbooks
+
+    pbset = load_playbooks(playbook_dirs)
+    reached = symptoms_by_cause(pbset)
+    rows = []
+    for symptom in sorted(pbset.playbooks):
+        pb = pbset.playbooks[symptom]
+        causes = sorted(c for c, s in reached.items() if symptom in s)
+        rows.append({"symptom": symptom, "title": pb.title, "aliases": list(pb.aliases), "causes": causes,
+                     "source": pb.source})
+    if fmt == "json":
+        emit(json.dumps({"schema": "llmdoctor.playbooks/1", "playbooks": rows}, indent=2))
+        return EXIT_OK
+    for row in rows:
+        emit(f"{click.style(row['symptom'], bold=True)}  {row['title']}")
+        emit(f"    causes: {', '.join(row['causes'])}")
+    emit(f"\n{len(rows)} playbooks, {len(pbset.causes)} causes. `llmdoctor playbook show ID` for one of them.")
+    return EXIT_OK
+
+
+@playbook.command("show")
+@click.argument("ident")
+@PLAYBOOKS_OPTION
+def show_cmd(ident: str, playbook_dirs: tuple[str, ...]) -> int:
+    """Show one playbook's tree (by symptom id or alias), one cause, or `traps`."""
+    from doctor.playbook.loader import load_playbooks
+
+    pbset = load_playbooks(playbook_dirs)
+    if ident == "traps":
+        for trap in pbset.traps:
+            emit(f"{click.style(trap.id, bold=True)}  {trap.metric} ({trap.engine})\n  {trap.why}\n"
+                 f"  instead: {trap.instead}\n")
+        return EXIT_OK
+    playbook = pbset.find(ident)
+    if playbook is not None:
+        emit(f"{click.style(playbook.symptom, bold=True)}: {playbook.title}")
+        if playbook.description:
+            emit(f"  {playbook.description}")
+        if playbook.applies_when:
+            emit(f"  runs without --symptom when: {_cond(playbook.applies_when)}")
+        emit(f"  source: {playbook.source}\n")
+        for line in _tree_lines(playbook.tree, 1):
+            emit(line)
+        return EXIT_OK
+    cause = pbset.causes.get(ident)
+    if cause is None:
+        raise InputError(f"{ident}: no such playbook, alias or cause (see `llmdoctor playbook list`)")
+    emit(f"{click.style(cause.id, bold=True)}  [{cause.severity}]  {cause.title}\n")
+    emit(f"what: {cause.what}\n\nwhy: {cause.why}\n")
+    for engine, text in cause.fix.items():
+        emit(f"fix ({engine}): {text}")
+    emit(f"\nevidence: {', '.join(cause.evidence) or '—'}\nref: {cause.ref}\nsource: {cause.source}")
+    return EXIT_OK
+
+
+@playbook.command("validate")
+@click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
+def validate_cmd(dirs: tuple[str, ...]) -> int:
+    """Check playbook directories (and the built-ins) against the schema and each other.
+
+    Every problem is printed as FILE:LINE: KEY: message; exit 2 when there is any.
+    """
+    from doctor.playbook.loader import validate_dirs
+
+    errors = validate_dirs(dirs)
+    for error in errors:
+        click.echo(error, err=True)
+    if errors:
+        click.echo(f"{len(errors)} problem(s)", err=True)
+        return EXIT_USAGE
+    emit(f"ok: built-in playbooks{' and ' + ', '.join(dirs) if dirs else ''} are valid")
+    return EXIT_OK
+
+
+@playbook.command("docs")
+@PLAYBOOKS_OPTION
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None) -> int:
+    """Generate the causes reference (docs/causes.md) from the playbooks."""
+    from doctor.outio import write_atomic
+    from doctor.playbook.docs import causes_markdown
+    from doctor.playbook.loader import load_playbooks
+
+    text = causes_markdown(load_playbooks(playbook_dirs))
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    return EXIT_OK
+
+
+def _tree_lines(nodes: list[dict[str, Any]], depth: int) -> list[str]:
+    lines: list[str] = []
+    pad = "  " * depth
+    for node in nodes:
+        cond = _cond(node["when"]) if "when" in node else "always"
+        target = f"→ {node['cause']}" if "cause" in node else "→"
+        extras = [f"{k}={node[k]}" for k in ("severity", "confidence") if k in node]
+        if node.get("stop"):
+            extras.append("stop")
+        lines.append(f"{pad}if {cond} {target}" + (f"  ({', '.join(extras)})" if extras else ""))
+        if "note" in node:
+            lines.append(f"{pad}  # {node['note']}")
+        if "then" in node:
+            lines.extend(_tree_lines(node["then"], depth + 1))
+    return lines
+
+
+def _cond(cond: dict[str, Any]) -> str:
+    if "all" in cond:
+        return "(" + " ∧ ".join(_cond(c) for c in cond["all"]) + ")"
+    if "any" in cond:
+        return "(" + " ∨ ".join(_cond(c) for c in cond["any"]) + ")"
+    if "not" in cond:
+        return "¬" + _cond(cond["not"])
+    rhs = cond.get("ref", json.dumps(cond.get("value"))) if ("ref" in cond or "value" in cond) else ""
+    return f"{cond['fact']} {cond['op']} {rhs}".rstrip()

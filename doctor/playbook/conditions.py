@@ -1,0 +1,175 @@
+"""Evaluating playbook conditions over Facts, in three-valued logic, recording every test.
+
+Conditions are data (fact, operator, value; all/any/not), never code: there is no ``eval`` anywhere.
+A fact that is unknown (a probe failed, an input was not given) makes a test *unknown*, not false, so a
+tree can say what it could not check instead of silently taking the "no" branch.
+
+Three-valued rules (Kleene): ``all`` is false if any part is false, else unknown if any part is unknown;
+``any`` is true if any part is true, else unknown if any part is unknown; ``not`` keeps unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor.facts import Facts
+from doctor.findings import Evidence
+
+Tri = bool | None  # True, False, or None for unknown
+
+
+@dataclass
+class Outcome:
+    """The value of a condition plus what it rested on."""
+
+    value: Tri
+    #: tests that came out true along the way (the evidence chain of a finding)
+    support: list[Evidence] = field(default_factory=list)
+    #: fact keys whose absence made the result unknown
+    missing: list[str] = field(default_factory=list)
+
+
+def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
+    if "all" in cond:
+        parts = [evaluate(c, facts) for c in cond["all"]]
+        if any(p.value is False for p in parts):
+            return Outcome(False)
+        if any(p.value is None for p in parts):
+            return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
+        return Outcome(True, support=_flatten(p.support for p in parts))
+    if "any" in cond:
+        parts = [evaluate(c, facts) for c in cond["any"]]
+        true_parts = [p for p in parts if p.value is True]
+        if true_parts:
+            return Outcome(True, support=_flatten(p.support for p in true_parts))
+        if any(p.value is None for p in parts):
+            return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
+        return Outcome(False)
+    if "not" in cond:
+        inner = evaluate(cond["not"], facts)
+        if inner.value is None:
+            return Outcome(None, missing=inner.missing)
+        if inner.value is True:
+            return Outcome(False)
+        # The negation of a false test is evidence too: "no EP flag" is part of the moe-without-ep chain.
+        return Outcome(True, support=_negated_support(cond["not"], facts))
+    return _test(cond, facts)
+
+
+def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
+    key, op = cond["fact"], cond["op"]
+    fact = facts.fact(key)
+    if op == "exists":
+        return _result(fact is not None, key, fact, "is known")
+    if op == "missing":
+        return _result(fact is None, key, fact, "is unknown")
+    if fact is None:
+        return Outcome(None, missing=[key])
+    value = fact.value
+    if op in ("set", "unset"):
+        is_set = value is not None and value is not False
+        return _result(is_set if op == "set" else not is_set, key, fact, "is set" if op == "set" else "is not set")
+    if op in ("is_true", "is_false"):
+        # Named is_true/is_false, not true/false: YAML would read a bare `true` as a boolean.
+        return _result(bool(value) is (op == "is_true"), key, fact, op.replace("_", " "))
+    if op in ("empty", "nonempty"):
+        empty = value is None or (hasattr(value, "__len__") and len(value) == 0)
+        return _result(empty if op == "empty" else not empty, key, fact, f"is {op}")
+
+    if "ref" in cond:
+        ref = facts.fact(cond["ref"])
+        if ref is None:
+            return Outcome(None, missing=[cond["ref"]])
+        expected, shown = ref.value, f"{cond['ref']} ({_fmt(ref.value)})"
+    else:
+        expected, shown = cond.get("value"), _fmt(cond.get("value"))
+    ok = _compare(op, value, expected)
+    if ok is None:
+        return Outcome(False)
+    return _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+
+
+_OP_WORDS = {
+    "eq": "==", "ne": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<=", "in": "in", "not_in": "not in",
+    "contains": "contains", "not_contains": "does not contain", "matches": "matches",
+    "version_lt": "older than", "version_ge": "at least",
+}
+
+
+def _compare(op: str, value: Any, expected: Any) -> bool | None:
+    """Compare; None when the values cannot be compared (a type mismatch is 'no', never a crash)."""
+    try:
+        if op == "eq":
+            return value == expected
+        if op == "ne":
+            return value != expected
+        if op in ("gt", "ge", "lt", "le"):
+            if not _is_number(value) or not _is_number(expected):
+                return None
+            return {"gt": value > expected, "ge": value >= expected,
+                    "lt": value < expected, "le": value <= expected}[op]
+        if op in ("in", "not_in"):
+            if not isinstance(expected, (list, tuple, set, str)):
+                return None
+            inside = value in expected
+            return inside if op == "in" else not inside
+        if op in ("contains", "not_contains"):
+            if not isinstance(value, (list, tuple, set, str, dict)):
+                return None
+            inside = expected in value
+            return inside if op == "contains" else not inside
+        if op == "matches":
+            return isinstance(value, str) and isinstance(expected, str) and re.search(expected, value) is not None
+        if op in ("version_lt", "version_ge"):
+            older = version_key(str(value)) < version_key(str(expected))
+            return older if op == "version_lt" else not older
+    except TypeError:
+        return None
+    return None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Order engine versions (0.5.4.post3 < 0.5.10 < 0.33.0) without importing `packaging` on the hot path."""
+    nums = [int(n) for n in re.findall(r"\d+", version.split("+")[0])[:4]]
+    return tuple(nums + [0] * (4 - len(nums)))
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _result(ok: bool, key: str, fact: Any, test: str) -> Outcome:
+    if not ok:
+        return Outcome(False)
+    if fact is None:  # "missing" came out true: the absence is the evidence
+        return Outcome(True, support=[Evidence(key, None, "not known", test)])
+    return Outcome(True, support=[Evidence(key, fact.value, fact.source, test, fact.observed)])
+
+
+def _negated_support(cond: dict[str, Any], facts: Facts) -> list[Evidence]:
+    """Evidence for a false condition under `not`: the leaf tests that came out false, shown negated."""
+    if "fact" in cond:
+        if _test(cond, facts).value is not False:
+            return []
+        fact = facts.fact(cond["fact"])
+        shown = cond["ref"] if "ref" in cond else _fmt(cond["value"]) if "value" in cond else ""
+        test = f"not {_OP_WORDS.get(cond['op'], cond['op'].replace('_', ' '))} {shown}".rstrip()
+        if fact is None:
+            return [Evidence(cond["fact"], None, "unknown", test)]
+        return [Evidence(cond["fact"], fact.value, fact.source, test, fact.observed)]
+    if "not" in cond:
+        return evaluate(cond["not"], facts).support
+    return _flatten(_negated_support(c, facts) for c in cond.get("all") or cond.get("any") or [])
+
+
+def _fmt(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _flatten(lists: Any) -> list[Any]:
+    out: list[Any] = []
+    for items in lists:
+        out.extend(items)
+    return out

@@ -1,0 +1,177 @@
+"""Running playbooks over facts: walk each tree, turn the leaves it reaches into findings.
+
+Semantics of a tree (a list of nodes):
+
+* every node's ``when`` is evaluated in order (a node without ``when`` always holds);
+* a node that holds either names a ``cause`` (a finding is made, citing every test that held on the path
+  from the root) or has ``then`` children, walked the same way;
+* ``stop: true`` on a node that held skips its remaining siblings (an ordered decision: "parser missing"
+  makes "parser wrong" moot);
+* a node whose ``when`` is unknown records an :class:`~doctor.findings.Unchecked` for every cause below it,
+  with the facts that were missing, why (the probe's error) and how to learn them.
+
+Confidence: a finding resting on at least one observed fact (a metric, NVML, an active probe) is ``high``;
+otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor.facts import Facts
+from doctor.findings import Evidence, Finding, Unchecked, confidence_rank
+from doctor.playbook.conditions import evaluate
+from doctor.playbook.loader import Cause, Playbook, PlaybookSet
+from doctor.playbook.template import render
+
+#: How to learn an unknown fact, by namespace: what the user can add to the command line.
+HINTS = {
+    "model": "pass --config PATH|REPO (the model's config.json)",
+    "expect": "pass --config PATH|REPO so the model family (and its parsers) is known",
+    "launch": "pass --command '<the launch command>' or --endpoint of the running server",
+    "engine": "pass --command (engine) and --engine-version",
+    "gpu": "pass --gpu NAME[:COUNT], or run on the GPU host (NVML), or --nvidia-smi FILE",
+    "metrics": "pass --endpoint of a server with /metrics (SGLang needs --enable-metrics) or --metrics FILE",
+    "server": "pass --endpoint or --server-info FILE",
+    "capacity": "pass --endpoint (measured KV capacity) with --config and --gpu",
+    "workload": "describe the workload: --context N, --users N, --reproducible",
+    "active": "re-run with --active (sends a few small requests to the server)",
+    "process": "run on the server's host, or pass --pid",
+    "probe": "see the probe errors above",
+}
+
+
+@dataclass
+class Diagnosis:
+    findings: list[Finding] = field(default_factory=list)
+    unchecked: list[Unchecked] = field(default_factory=list)
+    #: symptoms whose trees ran
+    ran: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "unchecked": [u.to_dict() for u in self.unchecked],
+            "playbooks_run": list(self.ran),
+        }
+
+
+def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = None) -> Diagnosis:
+    """Run the named symptoms' trees, or every tree whose ``applies_when`` holds (unknown counts as no)."""
+    diagnosis = Diagnosis()
+    reported = [_require(pbset, s) for s in symptoms or ()]
+    # What the user reports is a fact too: "the flags are right, look elsewhere" branches only make sense
+    # when someone actually sees the symptom.
+    facts.set("workload.reported", [p.symptom for p in reported], "--symptom" if reported else "no --symptom given")
+    if reported:
+        selected = reported
+    else:
+        selected = [p for p in pbset.playbooks.values()
+                    if p.applies_when is None or evaluate(p.applies_when, facts).value is True]
+    found: dict[str, Finding] = {}
+    unchecked: dict[tuple[str, str], Unchecked] = {}
+    for playbook in selected:
+        diagnosis.ran.append(playbook.symptom)
+        _walk(playbook.tree, facts, playbook, pbset, [], found, unchecked)
+    diagnosis.findings = sorted(found.values(), key=Finding.sort_key)
+    # A cause already diagnosed elsewhere needs no "could not check" line.
+    diagnosis.unchecked = [u for (_, cause), u in unchecked.items() if cause not in found]
+    return diagnosis
+
+
+def _require(pbset: PlaybookSet, symptom: str) -> Playbook:
+    from doctor.errors import InputError
+
+    playbook = pbset.find(symptom)
+    if playbook is None:
+        known = ", ".join(sorted(pbset.playbooks))
+        raise InputError(f"--symptom {symptom}: no such playbook (known: {known})")
+    return playbook
+
+
+def _walk(nodes: list[dict[str, Any]], facts: Facts, playbook: Playbook, pbset: PlaybookSet,
+          chain: list[Evidence], found: dict[str, Finding], unchecked: dict[tuple[str, str], Unchecked]) -> None:
+    for node in nodes:
+        outcome = evaluate(node["when"], facts) if "when" in node else None
+        if outcome is not None and outcome.value is None:
+            for cause_id in _causes_below(node):
+                key = (playbook.symptom, cause_id)
+                if key not in unchecked:
+                    unchecked[key] = _unchecked(playbook.symptom, cause_id, outcome.missing, facts, node)
+            continue
+        if outcome is not None and outcome.value is False:
+            continue
+        path = chain + (outcome.support if outcome else [])
+        if "cause" in node:
+            finding = _finding(pbset.causes[node["cause"]], node, playbook, path, facts)
+            previous = found.get(finding.id)
+            if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
+                found[finding.id] = finding
+        else:
+            _walk(node["then"], facts, playbook, pbset, path, found, unchecked)
+        if node.get("stop"):
+            break
+
+
+def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: list[Evidence],
+             facts: Facts) -> Finding:
+    evidence = _dedupe(evidence)
+    confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
+    return Finding(
+        id=cause.id,
+        symptom=playbook.symptom,
+        severity=node.get("severity", cause.severity),
+        confidence=confidence,
+        title=render(cause.title, facts),
+        what=render(cause.what, facts),
+        why=render(cause.why, facts),
+        fix=render_fix(cause, facts),
+        ref=cause.ref,
+        evidence=evidence,
+    )
+
+
+def render_fix(cause: Cause, facts: Facts) -> str:
+    """The fix for the engine in use, or every engine's when the engine is not known."""
+    engine = facts.get("launch.engine")
+    if engine in cause.fix:
+        text = cause.fix[engine]
+        if "any" in cause.fix:
+            text = f"{text}\n{cause.fix['any']}"
+    elif "any" in cause.fix:
+        text = cause.fix["any"]
+    else:
+        names = {"vllm": "vLLM", "sglang": "SGLang"}
+        text = "\n".join(f"{names[e]}: {t}" for e, t in cause.fix.items())
+    return render(text, facts)
+
+
+def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node: dict[str, Any]) -> Unchecked:
+    missing_keys = tuple(dict.fromkeys(missing))
+    reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
+    reason = reasons[0] if reasons else "not gathered"
+    hint = node.get("hint") or "; ".join(dict.fromkeys(
+        HINTS.get(k.split(".")[0], "provide the missing input") for k in missing_keys))
+    return Unchecked(symptom, cause, missing_keys, reason, hint)
+
+
+def _causes_below(node: dict[str, Any]) -> list[str]:
+    if "cause" in node:
+        return [node["cause"]]
+    out: list[str] = []
+    for child in node.get("then", []):
+        out.extend(_causes_below(child))
+    return out
+
+
+def _dedupe(evidence: list[Evidence]) -> list[Evidence]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item in evidence:
+        key = (item.fact, item.test)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out

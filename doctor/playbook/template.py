@@ -1,0 +1,65 @@
+"""Filling a cause's text and fix from facts: ``add --ep-size {launch.tp}`` → ``add --ep-size 8``.
+
+A deliberately tiny language (no expressions, no code): ``{fact.key}`` inserts a value and an optional
+filter formats it:
+
+* ``{key|gib}`` bytes as GiB, ``{key|pct}`` a 0..1 ratio as a percentage, ``{key|join}`` a list joined
+  with ", ",
+* ``{key|each:<flag> → <nearest>}`` one line fragment per item of a list of objects, ``<field>`` being
+  the item's field, joined with "; ",
+* ``{key|or:TEXT}`` the value, or TEXT when the fact is unknown or unset.
+
+An unknown key renders as ``<key?>`` so a template never fails and the gap is visible.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from doctor.facts import Facts
+
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|([a-z]+)(?::([^{}]*))?)?\}")
+_FIELD = re.compile(r"<([A-Za-z0-9_]+)>")
+
+
+def render(template: str, facts: Facts) -> str:
+    def _sub(m: re.Match[str]) -> str:
+        key, flt, arg = m.group(1), m.group(2), m.group(3)
+        fact = facts.fact(key)
+        if flt == "or" and (fact is None or fact.value is None):
+            return arg or ""
+        if fact is None:
+            return f"<{key}?>"
+        return _format(fact.value, flt, arg)
+
+    return _PLACEHOLDER.sub(_sub, template)
+
+
+def _format(value: Any, flt: str | None, arg: str | None) -> str:
+    if flt == "gib" and isinstance(value, (int, float)):
+        return f"{value / 2**30:.1f} GiB"
+    if flt == "pct" and isinstance(value, (int, float)):
+        return f"{value * 100:.0f}%"
+    if flt == "join" and isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if flt == "each" and isinstance(value, (list, tuple)):
+        pattern = arg or ""
+        parts = []
+        for item in value:
+            if isinstance(item, dict):
+                parts.append(_FIELD.sub(lambda f, item=item: _plain(item.get(f.group(1), "")), pattern).strip())
+            else:
+                parts.append(_plain(item))
+        return "; ".join(parts)
+    return _plain(value)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,69 @@
+"""Loading YAML that came from outside (playbooks, targets files, Kubernetes snippets) without trusting it.
+
+``yaml.safe_load`` already refuses to build objects, but it still expands anchors and aliases, so a
+"billion laughs" document of a few hundred bytes can eat gigabytes. Our YAML never needs aliases, so they
+are refused outright, the size is capped before parsing, and the composed node tree is returned next to
+the data so that schema errors can name the line they are on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doctor.errors import InputError
+
+MAX_YAML_BYTES = 4 * 1024 * 1024
+
+
+def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> tuple[Any, Any]:
+    """Return ``(data, node)``: the plain data and PyYAML's node tree (for line numbers), or raise InputError."""
+    import yaml
+
+    if isinstance(text, bytes):
+        if len(text) > max_bytes:
+            raise InputError(f"{source}: larger than {max_bytes} bytes; refusing to parse")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    elif len(text) > max_bytes:
+        raise InputError(f"{source}: larger than {max_bytes} bytes; refusing to parse")
+    text = text.replace("\r\n", "\n")
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1
+                raise InputError(f"{source}:{line}: YAML aliases (*name) are not allowed here")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{where}: invalid YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{source}: YAML nested too deeply") from None
+    return data, node
+
+
+def line_of(node: Any, path: list[Any] | tuple[Any, ...]) -> int | None:
+    """1-based line of the value at ``path`` (keys and list indexes) in a composed YAML node tree."""
+    import yaml
+
+    current = node
+    line = current.start_mark.line + 1 if current is not None else None
+    for step in path:
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                if key_node.value == step:
+                    current = value_node
+                    line = key_node.start_mark.line + 1
+                    break
+            else:
+                return line
+        elif isinstance(current, yaml.SequenceNode) and isinstance(step, int) and step < len(current.value):
+            current = current.value[step]
+            line = current.start_mark.line + 1
+        else:
+            return line
+    return line
