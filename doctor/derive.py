@@ -1,0 +1,118 @@
+"""Facts computed from other facts, once every source has spoken and before the playbooks run.
+
+Each function here is one small analyzer with one concern; it reads facts, writes facts (with a
+``derived: …`` source that names its inputs) and does nothing when its inputs are unknown, so the trees see
+"unknown" rather than a guess. ``derive_all`` runs them in dependency order.
+"""
+
+from __future__ import annotations
+
+import math
+
+from doctor.facts import Facts
+from doctor.fit import derive_fit
+
+#: Checkpoint quantization (model.quantization) → the --quantization values that load it. A value outside the
+#: list is a mismatch; an unquantized checkpoint accepts the online methods (vLLM quantizes BF16 to FP8 at load).
+QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
+    "fp8": ("fp8", "fbgemm_fp8", "modelopt", "w8a8_fp8", "compressed-tensors"),
+    "nvfp4": ("modelopt_fp4", "modelopt", "nvfp4", "compressed-tensors", "modelopt_mixed"),
+    "mxfp4": ("mxfp4", "quark"),
+    "awq": ("awq", "awq_marlin"),
+    "gptq": ("gptq", "gptq_marlin"),
+    "compressed-tensors": ("compressed-tensors",),
+    "bitsandbytes": ("bitsandbytes",),
+    "gguf": ("gguf",),
+    None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
+}
+
+#: vLLM aligns the hybrid attention block size to this many tokens (kernel block alignment).
+VLLM_HYBRID_ALIGNMENT = 16
+
+
+def derive_all(facts: Facts) -> Facts:
+    derive_layout(facts)
+    derive_fit(facts)
+    derive_quantization_match(facts)
+    derive_hybrid_block_size(facts)
+    derive_misaligned_chunks(facts)
+    derive_ep_load(facts)
+    derive_capacity(facts)
+    return facts
+
+
+def derive_layout(facts: Facts) -> None:
+    """launch.ep: the effective expert-parallel size when EP is on and the flag left it implicit."""
+    if facts.get("launch.expert_parallel") and facts.get("launch.ep") in (None, 1):
+        tp = int(facts.get("launch.tp") or 1)
+        dp = int(facts.get("launch.dp") or 1)
+        # vLLM: EP size = TP × DP; SGLang --ep-size defaults to TP when EP is on (DP attention lives inside TP).
+        size = tp * dp if facts.get("launch.engine") == "vllm" else tp
+        facts.set("launch.ep", size, "derived: EP spans TP×DP (vLLM) / TP (SGLang)")
+
+
+def derive_quantization_match(facts: Facts) -> None:
+    if "launch.quantization" not in facts or "model.quantization" not in facts:
+        return
+    given = facts.get("launch.quantization")
+    if given is None:
+        return
+    checkpoint = facts.get("model.quantization")
+    loaders = QUANTIZATION_LOADERS.get(checkpoint)
+    if loaders is None:  # a checkpoint format we have no table for: do not guess
+        return
+    facts.set("launch.quantization_matches", given in loaders,
+              f"derived: --quantization {given} vs checkpoint {checkpoint or 'unquantized'}")
+
+
+def derive_hybrid_block_size(facts: Facts) -> None:
+    """engine.block_size for hybrid models on vLLM: tokens per block so one attention page = one state page.
+
+    vLLM's hybrid KV cache manager sets attention block size = 16 × ceil(state page / (16 × attention bytes per
+    token)), per layer (seed "How vLLM Solved It"; e.g. 544 tokens for Qwen3-Next-80B in BF16).
+    """
+    if facts.get("model.attention") != "hybrid" or facts.get("launch.engine") not in (None, "vllm"):
+        return
+    kv_layers = facts.get("model.layers.kv")
+    linear_layers = facts.get("model.layers.linear")
+    kv_per_token = facts.get("model.kv_bytes_per_token")
+    state = facts.get("model.state_bytes_per_sequence")
+    if not all(isinstance(v, int) and v > 0 for v in (kv_layers, linear_layers, kv_per_token, state)):
+        return
+    attn_per_token_layer = kv_per_token / kv_layers
+    state_per_layer = state / linear_layers
+    n = VLLM_HYBRID_ALIGNMENT * math.ceil(state_per_layer / (VLLM_HYBRID_ALIGNMENT * attn_per_token_layer))
+    facts.set("engine.block_size", n,
+              "derived: vLLM hybrid block = 16·ceil(state/layer ÷ (16·KV bytes/token/layer))")
+
+
+def derive_misaligned_chunks(facts: Facts) -> None:
+    block = facts.get("engine.block_size")
+    if not isinstance(block, int) or block <= 0 or "launch.engine" not in facts:
+        return
+    sizes = {
+        "--max-num-batched-tokens": facts.get("launch.max_num_batched_tokens"),
+        "--chunked-prefill-size": facts.get("launch.chunked_prefill_size"),
+        "LMCache chunk size": facts.get("launch.lmcache_chunk_size"),
+    }
+    bad = [{"flag": name, "value": value} for name, value in sizes.items()
+           if isinstance(value, int) and value > 0 and value % block]
+    facts.set("launch.misaligned_chunks", bad, f"derived: sizes not multiples of engine.block_size {block}")
+
+
+def derive_ep_load(facts: Facts) -> None:
+    running, ep = facts.get("metrics.running"), facts.get("launch.ep")
+    if isinstance(running, (int, float)) and isinstance(ep, int) and ep > 1:
+        facts.set("metrics.running_per_ep_rank", running / ep, "derived: metrics.running / launch.ep",
+                  observed=True)
+
+
+def derive_capacity(facts: Facts) -> None:
+    """The seed's "measure it, then infer back": compare the KV tokens the server holds with what should fit."""
+    measured = facts.fact("server.max_total_tokens") or facts.fact("metrics.kv_capacity_tokens")
+    expected = facts.get("fit.kv_tokens_per_group")
+    if measured is None or not isinstance(measured.value, (int, float)) or not expected:
+        return
+    facts.set("capacity.measured_tokens", int(measured.value), measured.source, observed=True)
+    facts.set("capacity.expected_tokens", int(expected), "derived: fit.kv_tokens_per_group")
+    facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
