@@ -127,3 +127,12 @@ def test_catalog_memory_and_sm_match_real_readings(fixture: str, section: str | 
         assert model.memory_basis.startswith("nvidia-smi")
         if reading.sm is not None:
             assert model.sm == reading.sm
+
+
+def test_docs_list_every_known_gpu() -> None:
+    """The unknown-GPU error points users at docs/hardware.md: its table must name every catalog entry."""
+    from conftest import ROOT
+
+    rows = {line.split("|")[1].strip() for line in (ROOT / "docs" / "hardware.md").read_text().splitlines()
+            if line.startswith("| ") and line.count("|") > 10}
+    assert {g.name for g in all_gpus()} <= rows

@@ -220,6 +220,7 @@ def gpu_probe_facts(readings: list[GpuReading], source: str) -> Facts:
     """``gpu.*`` facts from readings: observations as ``observed``, catalog properties from the name."""
     from doctor.hardware.catalog import lookup_gpu
     from doctor.hardware.spec import catalog_facts
+    from doctor.redact import redact_text
 
     facts = Facts()
     if not readings:
@@ -244,8 +245,9 @@ def gpu_probe_facts(readings: list[GpuReading], source: str) -> Facts:
     _set_lists(facts, readings, source)
     _set_interconnect(facts, readings, source)
     facts.set("gpu.devices", [_device_summary(r) for r in readings], f"{source} per GPU", observed=True)
-    facts.set("gpu.processes", [dict(asdict(p), gpu=r.index) for r in readings for p in r.processes],
-              f"{source} compute processes", observed=True)
+    processes = [dict(asdict(p), gpu=r.index, name=redact_text(p.name) if p.name else p.name)
+                 for r in readings for p in r.processes]
+    facts.set("gpu.processes", processes, f"{source} compute processes", observed=True)
     facts.set("gpu.health_issues", [issue for r in readings for issue in _health(r)], f"{source} health", observed=True)
     problems = [p for r in readings for p in r.problems]
     if problems:
