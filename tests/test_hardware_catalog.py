@@ -96,31 +96,27 @@ def test_amd_entries_carry_gfx_not_sm() -> None:
         assert any("must be checked" in note for note in gpu.notes)
 
 
-def _readings(name: str, section: str | None = None) -> list:
+def _readings(name: str) -> list:
     path = NVML / name
     if not path.is_file():
         pytest.skip(f"real reading {path} not available")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if section is not None:
-        start = text.index(f"# {section}")
-        text = text[start: text.find("\n####", text.index("\n", text.index("# $", start)) + 1)]
-    return read_nvidia_smi(text, name)
+    return read_nvidia_smi(path.read_text(encoding="utf-8", errors="replace"), name)
 
 
 @requires_shared
-@pytest.mark.parametrize("fixture,section", [
-    ("nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt", "idle :: query-gpu"),
-    ("nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt", "idle :: query-gpu"),
-    ("nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt", "idle :: query-gpu"),
-    ("nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt", "idle :: query-gpu"),
-    ("b200x8_nvidia-smi_and_topo-m.txt", None),
-    ("telegraf__a100-sxm4-v12.xml", None),
-    ("telegraf__rtx-3090-v12.xml", None),
-    ("telegraf__rtx-4000-sff-ada-v13.xml", None),
+@pytest.mark.parametrize("fixture", [
+    "nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt",
+    "nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt",
+    "nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt",
+    "nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt",
+    "b200x8_nvidia-smi_and_topo-m.txt",
+    "telegraf__a100-sxm4-v12.xml",
+    "telegraf__rtx-3090-v12.xml",
+    "telegraf__rtx-4000-sff-ada-v13.xml",
 ])
-def test_catalog_memory_and_sm_match_real_readings(fixture: str, section: str | None) -> None:
+def test_catalog_memory_and_sm_match_real_readings(fixture: str) -> None:
     """The catalog's nvidia-smi memory is the real reading (143771 MiB for H200, …) and its sm the reported one."""
-    for reading in _readings(fixture, section):
+    for reading in _readings(fixture):
         model = lookup_gpu(reading.name)
         assert model is not None, reading.name
         assert model.memory_bytes == reading.memory_total, (model.name, reading.memory_total)

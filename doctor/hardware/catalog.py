@@ -160,7 +160,7 @@ def suggestions(name: str, limit: int = 3) -> list[str]:
     """Canonical names that look like ``name`` (for "did you mean")."""
     import difflib
 
-    models, index = _load()
+    index = _load()[1]
     key = normalize(name)
     close = difflib.get_close_matches(key, list(index), n=limit * 3, cutoff=0.5)
     out: list[str] = []
