@@ -1,0 +1,171 @@
+"""The GPU catalog: load doctor/hardware/gpus.yaml and find an entry from any spelling of a GPU's name.
+
+Names arrive from people ("h100 80gb", "RTX-PRO-6000"), from nvidia-smi ("NVIDIA H100 80GB HBM3",
+"NVIDIA A100-SXM4-80GB") and from NVML, so matching ignores case, hyphens, the vendor prefix and how a
+memory size is written. A bare family name ("A100") resolves to the family's default variant, and a
+family name with a memory size ("A100 40GB", "H100 94GB") to the variant with that memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from doctor.errors import InputError
+
+CATALOG_PATH = Path(__file__).with_name("gpus.yaml")
+
+_VENDOR_WORDS = re.compile(r"^(?:(?:nvidia|amd|geforce|tesla|instinct)\s+)+")
+_MEMORY = re.compile(r"\b(\d+)\s*(?:gb|gib|g)\b")
+_SEPARATORS = re.compile(r"[\s_\-/,()]+")
+_TRUNCATED = re.compile(r"\s*(?:\.\.\.|…)\s*$")
+
+#: Fields a catalog entry must have, with their types (checked at load: a broken data file is a bug
+#: we want to hear about at once, not a KeyError in the middle of a plan).
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "name": str, "full_name": str, "vendor": str, "arch": str, "memory_gb": (int, float),
+    "bandwidth_gbps": (int, float), "fp8": bool, "nvfp4": bool, "mxfp4": bool, "class": str,
+    "interconnect": str, "aliases": list, "sources": list,
+}
+_CLASSES = ("datacenter", "workstation")
+_INTERCONNECTS = ("nvlink", "pcie", "xgmi", "none")
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """One catalog entry. ``memory_bytes`` is what the planner sizes with (see ``memory_basis``)."""
+
+    name: str
+    full_name: str
+    vendor: str
+    arch: str
+    sm: int | None
+    gfx: str | None
+    memory_gb: float
+    memory_bytes: int
+    memory_basis: str
+    bandwidth_gbps: float
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    fp8: bool
+    nvfp4: bool
+    mxfp4: bool
+    gpu_class: str
+    interconnect: str
+    nvlink_domain: int | None
+    family: str | None
+    default: bool
+    aliases: tuple[str, ...]
+    sources: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def normalize(text: str) -> str:
+    """The matching key of a GPU name: lower case, no vendor prefix, one space between words, "80gb" sizes."""
+    key = _SEPARATORS.sub(" ", text.lower()).strip()
+    key = _VENDOR_WORDS.sub("", key)
+    key = _MEMORY.sub(lambda m: f"{m.group(1)}gb", key)
+    return " ".join(key.split())
+
+
+def _entry(raw: dict[str, Any], where: str) -> GpuModel:
+    for field, kind in _REQUIRED.items():
+        value = raw.get(field)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise InputError(f"{CATALOG_PATH.name}: {where}: field {field!r} missing or not {kind}")
+    if not all(isinstance(a, str) for a in raw["aliases"]):
+        raise InputError(f"{CATALOG_PATH.name}: {where}: aliases must be strings (quote numbers)")
+    if raw["class"] not in _CLASSES or raw["interconnect"] not in _INTERCONNECTS:
+        raise InputError(f"{CATALOG_PATH.name}: {where}: class/interconnect outside {_CLASSES}/{_INTERCONNECTS}")
+    if (raw["vendor"] == "nvidia") != isinstance(raw.get("sm"), int):
+        raise InputError(f"{CATALOG_PATH.name}: {where}: NVIDIA entries need an integer sm, others none")
+    smi_mib = raw.get("smi_memory_mib")
+    if smi_mib is not None and not raw.get("smi_source"):
+        raise InputError(f"{CATALOG_PATH.name}: {where}: smi_memory_mib without smi_source")
+    return GpuModel(
+        name=raw["name"], full_name=raw["full_name"], vendor=raw["vendor"], arch=raw["arch"],
+        sm=raw.get("sm"), gfx=raw.get("gfx"), memory_gb=raw["memory_gb"],
+        memory_bytes=int(smi_mib) * 2**20 if smi_mib else int(raw["memory_gb"] * 2**30),
+        memory_basis=f"nvidia-smi {smi_mib} MiB" if smi_mib else f"marketed {raw['memory_gb']} GB",
+        bandwidth_gbps=raw["bandwidth_gbps"], bf16_tflops=raw.get("bf16_tflops"),
+        fp8_tflops=raw.get("fp8_tflops"), fp8=raw["fp8"], nvfp4=raw["nvfp4"], mxfp4=raw["mxfp4"],
+        gpu_class=raw["class"], interconnect=raw["interconnect"], nvlink_domain=raw.get("nvlink_domain"),
+        family=raw.get("family"), default=bool(raw.get("default")), aliases=tuple(raw["aliases"]),
+        sources=tuple(raw["sources"]), notes=tuple(raw.get("notes") or ()),
+    )
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[tuple[GpuModel, ...], dict[str, GpuModel]]:
+    import yaml  # lazy: only the commands that name a GPU pay for the YAML parser
+
+    data = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
+    models = tuple(_entry(raw, f"gpus[{i}]") for i, raw in enumerate(data["gpus"]))
+    index: dict[str, GpuModel] = {}
+    for model in models:
+        for spelling in (model.name, model.full_name, *model.aliases):
+            key = normalize(spelling)
+            if index.get(key, model) is not model:
+                raise InputError(f"{CATALOG_PATH.name}: {spelling!r} names both {index[key].name} and {model.name}")
+            index[key] = model
+    return models, index
+
+
+def all_gpus() -> tuple[GpuModel, ...]:
+    """Every catalog entry, in file order."""
+    return _load()[0]
+
+
+def lookup_gpu(name: str) -> GpuModel | None:
+    """The catalog entry for any spelling of a GPU name, or None when nothing matches."""
+    models, index = _load()
+    key = normalize(name)
+    if not key:
+        return None
+    if key in index:
+        return index[key]
+    truncated = _TRUNCATED.sub("", name)
+    if truncated != name:
+        return _by_prefix(normalize(truncated), index)
+    return _by_family(key, models, index)
+
+
+def _by_prefix(prefix: str, index: dict[str, GpuModel]) -> GpuModel | None:
+    """nvidia-smi's table cuts long names (``NVIDIA RTX PRO 6000 Blac...``): accept a unique completion."""
+    hits = {model.name: model for key, model in index.items() if prefix and key.startswith(prefix)}
+    return next(iter(hits.values())) if len(hits) == 1 else None
+
+
+def _by_family(key: str, models: tuple[GpuModel, ...], index: dict[str, GpuModel]) -> GpuModel | None:
+    """``a100 40gb`` / ``h100 94gb`` / ``h200 141gb``: a known base name plus a memory size picks the variant."""
+    memory = _MEMORY.search(key)
+    if memory is None:
+        return None
+    base = " ".join(_MEMORY.sub(" ", key).split())
+    anchor = index.get(base)
+    if anchor is None:
+        return None
+    family = [m for m in models if m.family is not None and m.family == anchor.family] or [anchor]
+    wanted = int(memory.group(1))
+    sized = [m for m in family if round(m.memory_gb) == wanted]
+    if not sized:
+        return None
+    return next((m for m in sized if m.default), sized[0])
+
+
+def suggestions(name: str, limit: int = 3) -> list[str]:
+    """Canonical names that look like ``name`` (for "did you mean")."""
+    import difflib
+
+    index = _load()[1]
+    key = normalize(name)
+    close = difflib.get_close_matches(key, list(index), n=limit * 3, cutoff=0.5)
+    out: list[str] = []
+    for match in close:
+        canonical = index[match].name
+        if canonical not in out:
+            out.append(canonical)
+    return out[:limit]
