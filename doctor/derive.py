@@ -31,6 +31,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 
 def derive_all(facts: Facts) -> Facts:
+    derive_kernel_support(facts)
     derive_layout(facts)
     derive_fit(facts)
     derive_quantization_match(facts)
@@ -39,6 +40,35 @@ def derive_all(facts: Facts) -> Facts:
     derive_ep_load(facts)
     derive_capacity(facts)
     return facts
+
+
+def derive_kernel_support(facts: Facts) -> None:
+    """Re-read the GPU's kernel facts for the engine release in use (DSA on sm_12x arrived in vLLM 0.25.0...).
+
+    The GPU catalog alone answers for "the newest release of any engine"; once the launch command names the
+    engine (and version), the same rules from doctor/hardware/kernels.yaml answer for that release.
+    """
+    engine = facts.get("launch.engine")
+    name = facts.get("gpu.name")
+    if engine is None or name is None or facts.get("gpu.vendor") != "nvidia":
+        return
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.gating import kernel_support
+
+    gpu = lookup_gpu(name)
+    if gpu is None:
+        return
+    from doctor.errors import InputError
+
+    version = facts.get("launch.version")
+    try:
+        support = kernel_support(gpu, engine, version)
+    except InputError:  # a version we cannot order ("latest", "nightly"): answer for the newest release
+        version = None
+        support = kernel_support(gpu, engine, None)
+    where = f"{engine} {version}" if version else f"newest {engine}"
+    for kernel, available in support.items():
+        facts.set(f"gpu.{kernel}", available, f"doctor/hardware/kernels.yaml: {kernel} for sm_{gpu.sm} on {where}")
 
 
 def derive_layout(facts: Facts) -> None:
