@@ -1,0 +1,494 @@
+"""The model-family parser table: which tool-call and reasoning parser each model family needs, per engine.
+
+"The model doesn't use tools" is, more often than not, a launch command without the family's
+``--tool-call-parser`` (or with another family's), and "the answer is full of <think>" is a missing or wrong
+``--reasoning-parser``. Parser names are per engine and per family (vLLM ``deepseek_v3`` vs SGLang
+``deepseekv3``, vLLM ``openai`` vs SGLang ``gpt-oss``), so this knowledge lives in one reviewable data file,
+``families.yaml``, with the source of every entry; this module only loads, matches and turns it into facts.
+
+Matching is most-specific-first (the seed's "New Model Diagnosis Procedure", step 4): the repo id or
+directory name decides when it names a family (``Qwen3-Coder`` is not generic Qwen3 although both are
+``qwen3_moe``), then ``architectures``, then ``model_type``. Config-only matches say which sibling families
+share that model_type, because GLM-4.5 and GLM-4.7 (``glm4_moe``) need different tool parsers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from doctor.errors import InputError
+from doctor.facts import Facts
+from doctor.redact import redact_text
+
+ENGINES = ("vllm", "sglang")
+DATA_FILE = Path(__file__).with_name("families.yaml")
+_LABEL = "families.yaml"
+
+_FAMILY_KEYS = {"id", "title", "extends", "match", "reasoning", "thinking_toggle", "thinking_default",
+                "vllm", "sglang", "sources", "notes", "variants"}
+_MATCH_KEYS = {"names", "model_types", "architectures", "also_model_types"}
+_VARIANT_KEYS = {"id", "names", "reasoning", "thinking_toggle", "thinking_default", "vllm", "sglang",
+                 "sources", "notes"}
+_SPEC_KEYS = {"name", "since", "registered", "since_why", "why", "earlier", "also"}
+_SOURCE_KEYS = {"vllm", "sglang", "model"}
+_VERSION = re.compile(
+    r"^v?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(?P<pre>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d*))?"
+    r"(?:[-_.]?post[-_.]?(?P<post>\d*)|-(?P<build>\d+))?"
+    r"(?:[-_.]?dev[-_.]?(?P<dev>\d*))?"
+    r"(?:\+[0-9A-Za-z.]+)?$",
+    re.IGNORECASE,
+)
+_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_HASH = re.compile(r"^[0-9a-f]{16,}$")
+
+
+# -- versions ----------------------------------------------------------------------------------------
+def parse_version(version: str) -> tuple[Any, ...] | None:
+    """A sortable key for a PEP 440-ish engine version (``0.10.1.1``, ``0.5.1.post3``, ``v0.11.0rc1``,
+    ``0.13.0+cu129``, ``0.23.0-2``), or None when it is not one (``latest``, ``nightly``).
+
+    Own parser rather than ``packaging``: this sits on the lint/check start-up path and must not import
+    more than it needs; engine versions never use epochs.
+    """
+    match = _VERSION.match(str(version).strip())
+    if match is None:
+        return None
+    release = tuple(int(part) for part in match["release"].split("."))
+    while len(release) > 1 and release[-1] == 0:
+        release = release[:-1]
+    dev = match["dev"]
+    post = match["post"] if match["post"] is not None else match["build"]
+    if match["pre"]:
+        pre: tuple[int, int] = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
+    elif dev is not None and post is None:
+        pre = (-1, 0)  # 1.0.dev3 sorts before 1.0a1
+    else:
+        pre = (3, 0)  # a final release sorts after its pre-releases
+    post_key = -1 if post is None else int(post or 0)
+    dev_key = float("inf") if dev is None else int(dev or 0)
+    return (release, pre, post_key, dev_key)
+
+
+def version_at_least(version: str, since: str) -> bool:
+    """True when engine ``version`` is ``since`` or newer (``0.5.1.post3`` >= ``0.5.1``)."""
+    have, need = parse_version(version), parse_version(since)
+    if have is None:
+        raise InputError(f"engine version: {version!r} is not a version number (expected e.g. 0.13.0)")
+    if need is None:
+        raise InputError(f"{_LABEL}: since: {since!r} is not a version number")
+    return have >= need
+
+
+# -- the table's types ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ParserSpec:
+    """One engine's parser for one job (tool calls or reasoning) in one family.
+
+    ``since`` is the first release whose wheel registers ``name`` (bisected over the PyPI wheels), or, where
+    ``since_why`` says so, the first release in which that parser handles this family's output correctly.
+    ``earlier`` lists the names to use on releases older than ``since`` (renamed or stand-in parsers),
+    ``also`` names that work as well (aliases), ``why`` says why there is no parser at all.
+    """
+
+    name: str | None
+    since: str | None = None
+    registered: str | None = None
+    since_why: str | None = None
+    why: str | None = None
+    earlier: tuple[tuple[str, str], ...] = ()
+    also: tuple[str, ...] = ()
+
+    def at(self, version: str | None) -> tuple[str | None, str | None]:
+        """The (name, since) to expect on engine ``version`` (None or unparseable: the current name)."""
+        if self.name is None or version is None or parse_version(version) is None:
+            return self.name, self.since
+        if self.since is None or version_at_least(version, self.since):
+            return self.name, self.since
+        for name, since in reversed(self.earlier):
+            if version_at_least(version, since):
+                return name, since
+        return self.name, self.since  # older than any: the upgrade target is `since`
+
+    def accepted(self, version: str | None = None) -> tuple[str, ...]:
+        """Every name that parses this family correctly: the one expected at ``version`` (all current and
+        earlier names when the version is unknown) and the aliases in ``also``."""
+        if version is None or parse_version(version) is None:
+            names = ([self.name] if self.name else []) + [name for name, _ in self.earlier]
+        else:
+            names = [name for name in [self.at(version)[0]] if name]
+        return tuple(dict.fromkeys([*names, *self.also]))
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    tool: ParserSpec
+    reasoning: ParserSpec
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family and what each engine needs to parse its tool calls and reasoning."""
+
+    id: str
+    title: str
+    engines: Mapping[str, EngineSpec]
+    reasoning: bool
+    thinking_toggle: str | None
+    thinking_default: bool | None
+    sources: Mapping[str, tuple[str, ...]]
+    notes: tuple[str, ...] = ()
+    variant: str | None = None
+    matched_by: str | None = None
+    alternatives: tuple[str, ...] = ()
+
+    def _engine(self, engine: str) -> EngineSpec:
+        if engine not in self.engines:
+            raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+        return self.engines[engine]
+
+    def tool_spec(self, engine: str) -> ParserSpec:
+        return self._engine(engine).tool
+
+    def reasoning_spec(self, engine: str) -> ParserSpec:
+        return self._engine(engine).reasoning
+
+    def tool_parser(self, engine: str) -> str | None:
+        return self.tool_spec(engine).name
+
+    def reasoning_parser(self, engine: str) -> str | None:
+        return self.reasoning_spec(engine).name
+
+    def tool_parser_since(self, engine: str) -> str | None:
+        return self.tool_spec(engine).since
+
+    def reasoning_parser_since(self, engine: str) -> str | None:
+        return self.reasoning_spec(engine).since
+
+    @property
+    def needs_auto_tool_choice(self) -> bool:
+        """vLLM answers ``tool_choice: auto`` only with ``--enable-auto-tool-choice`` and a tool parser
+        (vllm 0.33.0 vllm/renderers/online_renderer.py:274; without the flag the parser is never built,
+        vllm/parser/parser_manager.py:34). SGLang has no such flag."""
+        return self.tool_parser("vllm") is not None
+
+    def source(self, engine: str) -> str:
+        """The first source for ``engine``'s choice (the family's model card when the engine has none)."""
+        for key in (engine, "model"):
+            if self.sources.get(key):
+                return self.sources[key][0]
+        return _LABEL
+
+
+# -- loading and validation -----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
+    """The validated raw entries of ``families.yaml`` (``extends`` resolved), in file order."""
+    import yaml  # lazy: only commands that need the table pay for PyYAML
+
+    file = Path(path) if path else DATA_FILE
+    label = file.name
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{label}: cannot be read: {exc.strerror or exc}") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)  # a safe loader, C-accelerated when PyYAML has libyaml
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{label}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("families"), list):
+        raise InputError(f"{label}: families: missing or not a list")
+    raw = data["families"]
+    by_id: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(raw):
+        where = f"{label}: families[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            raise InputError(f"{where}: id: missing")
+        if entry["id"] in by_id:
+            raise InputError(f"{where}: id: {entry['id']!r} appears twice")
+        unknown = set(entry) - _FAMILY_KEYS
+        if unknown:
+            raise InputError(f"{where}: {sorted(unknown)[0]}: unknown key (engines are {', '.join(ENGINES)})")
+        by_id[entry["id"]] = entry
+    resolved = tuple(_resolve(by_id, entry["id"], label, ()) for entry in raw)
+    _validate(resolved, label)
+    return resolved
+
+
+def _resolve(by_id: dict[str, dict[str, Any]], fid: str, label: str, seen: tuple[str, ...]) -> dict[str, Any]:
+    """Apply ``extends``: the child inherits every key it does not set (``match`` excepted); engine maps
+    merge per job (a child that sets only ``vllm.tool`` keeps the parent's ``vllm.reasoning``); sources
+    merge per key, the child's first."""
+    entry = by_id[fid]
+    parent_id = entry.get("extends")
+    if parent_id is None:
+        return dict(entry)
+    if parent_id not in by_id or parent_id in seen:
+        raise InputError(f"{label}: {fid}: extends: {parent_id!r} is unknown or circular")
+    parent = _resolve(by_id, parent_id, label, (*seen, fid))
+    merged = {k: v for k, v in parent.items() if k not in ("id", "title", "match", "extends")}
+    return _overlay(merged, entry)
+
+
+def _overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: engine maps merge per job, sources per key and notes by concatenation (``top``'s
+    first, so its own source is the one cited); every other key is replaced."""
+    merged = dict(base)
+    for key, value in top.items():
+        if key in ENGINES and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        elif key == "sources" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {k: list(dict.fromkeys([*value.get(k, []), *merged[key].get(k, [])]))
+                           for k in {*merged[key], *value}}
+        elif key == "notes":
+            merged[key] = list(value or []) + list(merged.get("notes") or [])
+        else:
+            merged[key] = value
+    return merged
+
+
+def _validate(entries: tuple[dict[str, Any], ...], label: str) -> None:
+    claimed: dict[tuple[str, str], str] = {}
+    for entry in entries:
+        where = f"{label}: {entry['id']}"
+        if not isinstance(entry.get("title"), str):
+            raise InputError(f"{where}: title: missing")
+        match = entry.get("match") or {}
+        if not isinstance(match, dict) or set(match) - _MATCH_KEYS:
+            raise InputError(f"{where}: match: only {', '.join(sorted(_MATCH_KEYS))} are allowed")
+        for pattern in match.get("names") or []:
+            _compile(pattern, f"{where}: match.names")
+        for kind in ("model_types", "architectures"):
+            for value in match.get(kind) or []:
+                other = claimed.setdefault((kind, value), entry["id"])
+                if other != entry["id"]:
+                    raise InputError(f"{where}: match.{kind}: {value!r} is already claimed by {other}"
+                                     " (list it under also_model_types instead)")
+        _validate_body(entry, where)
+        for index, variant in enumerate(entry.get("variants") or []):
+            vwhere = f"{where}: variants[{index}]"
+            if not isinstance(variant, dict) or set(variant) - _VARIANT_KEYS or "id" not in variant:
+                raise InputError(f"{vwhere}: needs an id and only {', '.join(sorted(_VARIANT_KEYS))}")
+            for pattern in variant.get("names") or []:
+                _compile(pattern, f"{vwhere}: names")
+            if not variant.get("names"):
+                raise InputError(f"{vwhere}: names: missing")
+            _validate_body(_with_variant(entry, variant), vwhere)
+
+
+def _validate_body(entry: dict[str, Any], where: str) -> None:
+    if not isinstance(entry.get("reasoning"), bool):
+        raise InputError(f"{where}: reasoning: must be true or false")
+    if entry.get("thinking_default") not in (True, False, None):
+        raise InputError(f"{where}: thinking_default: must be true, false or null")
+    if not entry["reasoning"] and (entry.get("thinking_toggle") or entry.get("thinking_default") is not None):
+        raise InputError(f"{where}: thinking_toggle: a non-reasoning family has no thinking switch")
+    sources = entry.get("sources")
+    if not isinstance(sources, dict) or set(sources) - _SOURCE_KEYS or not all(
+            isinstance(v, list) and v and all(isinstance(s, str) for s in v) for v in sources.values()):
+        raise InputError(f"{where}: sources: a mapping of {', '.join(sorted(_SOURCE_KEYS))} to non-empty lists")
+    for engine in ENGINES:
+        if engine not in sources and "model" not in sources:
+            raise InputError(f"{where}: sources.{engine}: missing (say where the {engine} choice comes from)")
+        spec = entry.get(engine)
+        if not isinstance(spec, dict) or set(spec) != {"tool", "reasoning"}:
+            raise InputError(f"{where}: {engine}: needs exactly tool and reasoning")
+        for job in ("tool", "reasoning"):
+            _check_spec(spec[job], f"{where}: {engine}.{job}")
+
+
+def _check_spec(spec: Any, where: str) -> None:
+    if not isinstance(spec, dict) or set(spec) - _SPEC_KEYS or "name" not in spec:
+        raise InputError(f"{where}: needs name and only {', '.join(sorted(_SPEC_KEYS))}")
+    if spec["name"] is None:
+        if not spec.get("why"):
+            raise InputError(f"{where}.why: a family without a parser must say why")
+        return
+    if not isinstance(spec["name"], str) or parse_version(str(spec.get("since"))) is None:
+        raise InputError(f"{where}.since: missing or not a version")
+    if not spec.get("registered"):
+        raise InputError(f"{where}.registered: missing (the wheel file:line that registers {spec['name']})")
+    for item in spec.get("earlier") or []:
+        if (not isinstance(item, dict) or set(item) != {"name", "since"}
+                or parse_version(str(item["since"])) is None
+                or version_at_least(str(item["since"]), str(spec["since"]))):
+            raise InputError(f"{where}.earlier: each needs name and a since older than {spec['since']}")
+
+
+def _compile(pattern: Any, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(str(pattern), re.IGNORECASE)
+    except re.error as exc:
+        raise InputError(f"{where}: {pattern!r}: not a valid regular expression: {exc}") from None
+
+
+# -- building Family objects ----------------------------------------------------------------------------
+def _spec(raw: dict[str, Any]) -> ParserSpec:
+    return ParserSpec(
+        name=raw["name"],
+        since=str(raw["since"]) if raw.get("since") is not None else None,
+        registered=raw.get("registered"),
+        since_why=raw.get("since_why"),
+        why=raw.get("why"),
+        earlier=tuple((item["name"], str(item["since"])) for item in raw.get("earlier") or []),
+        also=tuple(raw.get("also") or []),
+    )
+
+
+def _with_variant(entry: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+    return _overlay(entry, {k: v for k, v in variant.items() if k not in ("id", "names")})
+
+
+def _build(entry: dict[str, Any], variant: dict[str, Any] | None = None) -> Family:
+    body = entry if variant is None else _with_variant(entry, variant)
+    return Family(
+        id=entry["id"],
+        title=entry["title"],
+        engines={e: EngineSpec(_spec(body[e]["tool"]), _spec(body[e]["reasoning"])) for e in ENGINES},
+        reasoning=body["reasoning"],
+        thinking_toggle=body.get("thinking_toggle"),
+        thinking_default=body.get("thinking_default"),
+        sources={k: tuple(v) for k, v in body["sources"].items()},
+        notes=tuple(body.get("notes") or ()),
+        variant=variant["id"] if variant else None,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def families(path: str | None = None) -> tuple[Family, ...]:
+    """Every family of the table at its defaults (no variant), in file order."""
+    return tuple(_build(entry) for entry in load_families(path))
+
+
+def family(fid: str, variant: str | None = None, path: str | None = None) -> Family:
+    """A family by id (and optionally one of its variants)."""
+    for entry in load_families(path):
+        if entry["id"] == fid:
+            if variant is None:
+                return _build(entry)
+            for item in entry.get("variants") or []:
+                if item["id"] == variant:
+                    return _build(entry, item)
+            raise InputError(f"{_LABEL}: {fid}: no variant {variant!r}")
+    raise InputError(f"{_LABEL}: no family {fid!r}")
+
+
+# -- matching ---------------------------------------------------------------------------------------------
+def _name_candidates(name: str) -> list[str]:
+    """Where to look for a family name, best first: the model's own name, then the whole path.
+
+    A Hugging Face cache path (``…/models--Qwen--Qwen3-8B/snapshots/<sha>``) names the repo in a
+    ``models--ORG--NAME`` component; a trailing snapshot hash or slash names nothing.
+    """
+    text = name.strip().replace("\\", "/").rstrip("/")
+    cache = re.search(r"models--([^/]+?)--([^/]+)", text)
+    if cache:
+        return [cache[2], f"{cache[1]}/{cache[2]}"]
+    parts = [p for p in text.split("/") if p and not _HASH.match(p) and p != "snapshots"]
+    if not parts:
+        return []
+    return [parts[-1], "/".join(parts)] if len(parts) > 1 else [parts[-1]]
+
+
+def _best_name_match(entries: tuple[dict[str, Any], ...], text: str) -> tuple[dict[str, Any], str] | None:
+    """The family whose name pattern matches the longest stretch of ``text`` (file order breaks ties)."""
+    best: tuple[int, dict[str, Any], str] | None = None
+    for entry in entries:
+        for pattern in (entry.get("match") or {}).get("names") or []:
+            found = _compile(pattern, entry["id"]).search(text)
+            if found and (best is None or len(found.group(0)) > best[0]):
+                best = (len(found.group(0)), entry, found.group(0))
+    return None if best is None else (best[1], best[2])
+
+
+def _variant_for(entry: dict[str, Any], text: str) -> dict[str, Any] | None:
+    for variant in entry.get("variants") or []:
+        if any(_compile(p, entry["id"]).search(text) for p in variant["names"]):
+            return variant
+    return None
+
+
+def match_family(*, architectures: list[str] | None, model_type: str | None, name: str | None,
+                 path: str | None = None) -> Family | None:
+    """The family of a model, most specific evidence first: the repo id / directory name, then
+    ``architectures``, then ``model_type``. None when nothing in the table fits.
+
+    ``Qwen/Qwen3-Coder-480B-A35B-Instruct`` → qwen3-coder (although its model_type is the generic
+    ``qwen3_moe``); ``nvidia/GLM-5.2-NVFP4`` → glm-5. The returned family's ``matched_by`` says what decided,
+    and ``alternatives`` lists the sibling families a config-only match cannot tell apart.
+    """
+    entries = load_families(path)
+    if isinstance(name, str) and name.strip():
+        for text in _name_candidates(name):
+            hit = _best_name_match(entries, text)
+            if hit is not None:
+                entry, matched = hit
+                variant = _variant_for(entry, text)
+                how = f"name {matched!r} in {redact_text(name)!r}"
+                if variant is not None:
+                    how += f" (variant {variant['id']})"
+                return replace(_build(entry, variant), matched_by=how)
+    archs = [architectures] if isinstance(architectures, str) else architectures
+    for arch in archs if isinstance(archs, (list, tuple)) else []:
+        for entry in entries:
+            if isinstance(arch, str) and arch in ((entry.get("match") or {}).get("architectures") or []):
+                return _config_match(entries, entry, f"config.json:architectures {arch}", model_type)
+    if isinstance(model_type, str) and model_type:
+        for entry in entries:
+            if model_type in ((entry.get("match") or {}).get("model_types") or []):
+                return _config_match(entries, entry, f"config.json:model_type {model_type}", model_type)
+    return None
+
+
+def _config_match(entries: tuple[dict[str, Any], ...], entry: dict[str, Any], how: str,
+                  model_type: str | None) -> Family:
+    siblings = tuple(e["id"] for e in entries if isinstance(model_type, str) and model_type in
+                     ((e.get("match") or {}).get("also_model_types") or []))
+    if siblings:
+        how += f" (shared with {', '.join(siblings)}: only the repo name tells them apart)"
+    return replace(_build(entry), matched_by=how, alternatives=siblings)
+
+
+# -- facts ------------------------------------------------------------------------------------------------
+def expected_facts(family: Family, engine: str, version: str | None) -> Facts:
+    """What the launch command should say for ``family`` on ``engine`` (at ``version`` when known).
+
+    Writes ``model.family`` and the ``expect.*`` keys of docs/facts.md. On a version older than a parser's
+    ``since`` the name that version had is expected (vLLM 0.10.0: ``glm4_moe``, later ``glm45``); when the
+    version had none, the current name stays expected and ``*_since`` is the upgrade target.
+    """
+    spec = family.engines.get(engine)
+    if spec is None:
+        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    facts = Facts()
+    label = f"{_LABEL} {family.id}" + (f" ({family.variant})" if family.variant else "")
+    facts.set("model.family", family.id, family.matched_by or label)
+    facts.set("model.family_variant", family.variant, family.matched_by or label)
+    facts.set("model.family_alternatives", list(family.alternatives), family.matched_by or label)
+    cited = f"{label}: {family.source(engine)}"
+    for job, parser in (("tool_parser", spec.tool), ("reasoning_parser", spec.reasoning)):
+        name, since = parser.at(version)
+        facts.set(f"expect.{job}", name, cited)
+        since_source = f"{engine} wheel registry: {parser.registered}" if name == parser.name and \
+            parser.registered else cited
+        if parser.since_why and name == parser.name:
+            since_source += f" ({parser.since_why})"
+        facts.set(f"expect.{job}_since", since, since_source)
+        facts.set(f"expect.{job}_accepted", list(parser.accepted(version)), cited)
+        if parser.name is None:
+            facts.set(f"expect.{job}_why_none", parser.why, cited)
+    if engine == "vllm":
+        facts.set("expect.auto_tool_choice", family.needs_auto_tool_choice,
+                  f"{label}: vllm 0.33.0 vllm/renderers/online_renderer.py:274")
+    facts.set("expect.reasoning_model", family.reasoning, label)
+    facts.set("expect.thinking_toggle", family.thinking_toggle, label)
+    facts.set("expect.thinking_default", family.thinking_default, label)
+    return facts
