@@ -188,6 +188,8 @@ def test_unknown_architecture_gets_a_best_effort_card() -> None:
     ({"num_key_value_heads": True}, "num_key_value_heads: expected an integer, got True"),
     ({"num_hidden_layers": math.nan}, "num_hidden_layers: expected an integer, got nan"),
     ({"num_hidden_layers": 0}, "num_hidden_layers: expected an integer >= 1"),
+    ({"num_hidden_layers": 20_000}, "num_hidden_layers: 20000 layers is not a plausible model"),
+    ({"hidden_size": 1.5e300}, "hidden_size: .* is implausibly large"),
     ({"hidden_size": 1000, "num_attention_heads": 16}, "head_dim: missing, and hidden_size=1000 is not a multiple"),
     ({"layer_types": ["full_attention"] * 3}, "layer_types: has 3 entries for 8 layers"),
     ({"layer_types": ["warp_attention"] * 8}, "layer_types: unknown layer type 'warp_attention' at layer 0"),

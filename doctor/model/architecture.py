@@ -17,10 +17,12 @@ from doctor.errors import InputError
 from doctor.model import layers as L
 from doctor.model.card import Evidence, KVGroup, Layers, ModelCard, MoE, StateGroup
 from doctor.model.fields import ConfigView, Field
-from doctor.model.params import estimate_params, weight_bytes
+from doctor.model.params import estimate_params, kda_shape, weight_bytes
 from doctor.model.quantization import detect_quantization
 
 _KNOWN_FILE = Path(__file__).with_name("known.json")
+#: Far above any real model (the deepest here has 126 layers); guards per-layer lists against nonsense.
+MAX_LAYERS = 10_000
 _DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
            "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
 
@@ -87,6 +89,8 @@ class _Analysis:
         archs, model_type, known, defaults = self._identity()
         dtype = self._dtype()
         total = v.int("num_hidden_layers", "num_layers", "n_layer", "n_layers", minimum=1, required=True)
+        if total.value > MAX_LAYERS:
+            raise v.fail(total.path, f"{total.value} layers is not a plausible model (limit {MAX_LAYERS})")
         hidden = v.int("hidden_size", "d_model", "n_embd", minimum=1, required=True)
         heads = v.int("num_attention_heads", "n_head", "num_heads", minimum=1, required=True)
         self.sources.update(layers=total.path, attention_heads=heads.path, hidden_size=hidden.path)
@@ -392,8 +396,8 @@ class _Analysis:
         v = self.v
         n = plan.count(L.LINEAR)
         kind = plan.linear_kind or "gdn"
-        ssm_dtype = v.find("mamba_ssm_dtype")
-        ssm_cache_dtype = v.find("mamba_ssm_cache_dtype")
+        ssm_dtype = v.string("mamba_ssm_dtype")
+        ssm_cache_dtype = v.string("mamba_ssm_cache_dtype")
         pins = {"config_ssm_dtype": ssm_dtype.value if ssm_dtype else None,
                 "config_ssm_cache_dtype": ssm_cache_dtype.value if ssm_cache_dtype else None}
         if kind == "gdn":
@@ -410,16 +414,10 @@ class _Analysis:
                      f"channels × {k - 1}) + recurrent {vh.value}×{vd.value}×{kd.value}")
             label = "Gated DeltaNet"
         elif kind == "kda":
-            cfg = v.mapping("linear_attn_config")
-            lac = cfg.value if cfg else {}
-            nh = lac.get("num_heads") or self._int_value("linear_num_heads")
-            hd = lac.get("head_dim") or self._int_value("linear_head_dim")
-            k = lac.get("short_conv_kernel_size") or self._int_value("linear_conv_kernel_dim") or 4
-            if not isinstance(nh, int) or not isinstance(hd, int):
-                raise v.fail("linear_attn_config.num_heads", "missing (needed to size the KDA state)")
+            nh, hd, k = kda_shape(v)
             # vllm 0.33.0 mamba_utils.py:296-319 (kda_state_shape): q, k, v short convs + heads×d×d
             conv, ssm = 3 * nh * hd * (k - 1), nh * hd * hd
-            fields = {(cfg.path if cfg else "linear_num_heads") + ".num_heads": nh, "head_dim": hd}
+            fields = {"linear_attn_config.num_heads": nh, "linear_attn_config.head_dim": hd}
             claim = f"KDA state per layer: 3 short convs ({3 * nh * hd} channels × {k - 1}) + recurrent {nh}×{hd}×{hd}"
             label = "KDA"
         elif kind == "mamba2":

@@ -14,6 +14,8 @@ from typing import Any
 
 from doctor.errors import InputError
 
+#: Larger than any size, count or context a config holds (2^40); bigger values are typos or attacks.
+MAX_INT = 2**40
 #: Keys under which multimodal configs keep the language model's config.
 TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
 
@@ -75,12 +77,23 @@ class ConfigView:
             raise self.fail(found.path, f"expected an integer, got {value!r}")
         if value < minimum:
             raise self.fail(found.path, f"expected an integer >= {minimum}, got {value}")
+        if value > MAX_INT:
+            raise self.fail(found.path, f"{value} is implausibly large for a model config")
         return Field(found.path, value)
 
     def int_or(self, *names: str, default: int) -> int:
         """An integer field's value, or ``default`` when the config leaves it out."""
         found = self.int(*names)
         return default if found is None else found.value
+
+    def member_int(self, found: Field, key: str) -> int | None:
+        """An integer inside an object field (``linear_attn_config.num_heads``); None when absent."""
+        value = found.value.get(key) if isinstance(found.value, dict) else None
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_INT:
+            raise self.fail(f"{found.path}.{key}", f"expected a positive integer, got {value!r}")
+        return value
 
     def int_list(self, *names: str) -> Field | None:
         found = self.find(*names)

@@ -84,9 +84,10 @@ def _from_block_configs(v: ConfigView, plan: LayerPlan, total: int, heads: int) 
             raise v.fail(f"{found.path}[{i}].attention.n_heads_in_group",
                          f"expected a divisor of num_attention_heads={heads}, got {group!r}")
         plan.kv_heads_by_layer.append(heads // group)
-        if attn.get("window_length"):
+        window = v.member_int(Field(f"{found.path}[{i}].attention", attn), "window_length")
+        if window:
             plan.roles[i] = SLIDING
-            plan.sliding_window = int(attn["window_length"])
+            plan.sliding_window = window
     plan.evidence.append(Evidence(
         f"{plan.count(NONE)} of {total} layers have no attention (NAS block_configs: attention no_op "
         "or replaced by a linear layer); they hold no KV", {found.path: found.value}))

@@ -158,6 +158,22 @@ def _dsv4_attention(v: ConfigView, h: int, heads: int) -> tuple[int, int]:
     return attention, indexer
 
 
+def kda_shape(v: ConfigView) -> tuple[int, int, int]:
+    """(heads, head_dim, conv kernel) of Kimi's KDA layers: ``linear_attn_config`` (checkpoints)
+    or the flat ``linear_num_heads``/``linear_head_dim`` fields (transformers' KimiLinearConfig)."""
+    found = v.mapping("linear_attn_config")
+
+    def nested(key: str) -> int | None:
+        return v.member_int(found, key) if found else None
+
+    heads = nested("num_heads") or v.int_or("linear_num_heads", default=0)
+    head_dim = nested("head_dim") or v.int_or("linear_head_dim", default=0)
+    kernel = nested("short_conv_kernel_size") or v.int_or("linear_conv_kernel_dim", default=4)
+    if not heads or not head_dim:
+        raise v.fail("linear_attn_config.num_heads", "missing (needed to size the KDA layers)")
+    return heads, head_dim, kernel
+
+
 def _linear_layer(v: ConfigView, kind: str | None, h: int, heads: int) -> int:
     def get(*names: str, default: int = 0) -> int:
         return v.int_or(*names, default=default)
@@ -169,11 +185,7 @@ def _linear_layer(v: ConfigView, kind: str | None, h: int, heads: int) -> int:
         conv_dim = 2 * kh * kd + vh * vd
         return h * (2 * kh * kd + 2 * vh * vd) + h * 2 * vh + conv_dim * k + vh * vd * h
     if kind == "kda":
-        found = v.mapping("linear_attn_config")
-        lac = found.value if found else {}
-        nh = lac.get("num_heads") or get("linear_num_heads")
-        d = lac.get("head_dim") or get("linear_head_dim")
-        k = lac.get("short_conv_kernel_size") or get("linear_conv_kernel_dim", default=4)
+        nh, d, k = kda_shape(v)
         return 4 * h * nh * d + 2 * (h * d + d * nh * d) + h * nh + 3 * nh * d * k
     if kind == "mamba2":
         nh, hd = get("mamba_num_heads"), get("mamba_head_dim")
@@ -209,11 +221,17 @@ def _mlp_layout(v: ConfigView, plan: L.LayerPlan, moe: MoE | None) -> tuple[int,
 def _nas_mlp(v: ConfigView, h: int) -> int:
     """Nemotron NAS: each block's FFN width is ffn_mult × hidden (transformers DeciLM rounding)."""
     total = 0
-    for block in v.find("block_configs").value:
+    found = v.find("block_configs")
+    for i, block in enumerate(found.value):
         ffn = block.get("ffn") or {}
-        if ffn.get("no_op") or not ffn.get("ffn_mult"):
+        if not isinstance(ffn, dict):
+            raise v.fail(f"{found.path}[{i}].ffn", "expected an object")
+        mult = ffn.get("ffn_mult")
+        if ffn.get("no_op") or not mult:
             continue
-        inter = int(2 * ffn["ffn_mult"] * h / 3)
+        if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult < 1000:
+            raise v.fail(f"{found.path}[{i}].ffn.ffn_mult", f"expected a positive number, got {mult!r}")
+        inter = int(2 * mult * h / 3)
         inter = -(-inter // 256) * 256
         total += (h * inter) if ffn.get("replace_with_linear") else 3 * h * inter
     return total

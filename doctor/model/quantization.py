@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from doctor.model.card import Evidence, Quantization
-from doctor.model.fields import ConfigView
+from doctor.model.fields import MAX_INT, ConfigView
 
 FP8_BLOCK = 1 + 4 / (128 * 128)
 MXFP4 = 0.5 + 1 / 32
@@ -39,6 +39,16 @@ def detect_quantization(v: ConfigView, evidence: list[Evidence]) -> Quantization
         raise v.fail(f"{found.path}.quant_method", "missing")
     unquantized = _unquantized(qc)
     expert_bpp = None
+
+    def number(key: str, *aliases: str, default: int) -> int:
+        for name in (key, *aliases):
+            value = qc.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_INT:
+                raise v.fail(f"{found.path}.{name}", f"expected a positive integer, got {value!r}")
+            return value
+        return default
     if method == "fp8":
         block = qc.get("weight_block_size")
         fmt = qc.get("fmt", "e4m3")
@@ -59,11 +69,11 @@ def detect_quantization(v: ConfigView, evidence: list[Evidence]) -> Quantization
         else:
             quant = Quantization("fp8", f"ModelOpt {algo}", "fp8", 1.0, unquantized)
     elif method == "compressed-tensors":
-        quant = _compressed_tensors(qc, unquantized)
+        quant = _compressed_tensors(v, found.path, qc, unquantized)
     elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        bits = int(qc.get("bits") or qc.get("w_bit") or 4)
-        group = int(qc.get("group_size") or qc.get("q_group_size") or 128)
-        bpp = bits / 8 + (2 + bits / 8) / group if group > 0 else bits / 8
+        bits = number("bits", "w_bit", default=4)
+        group = number("group_size", "q_group_size", default=128)
+        bpp = bits / 8 + (2 + bits / 8) / group
         quant = Quantization(method.removesuffix("_marlin"), f"{method} int{bits}, group {group}",
                              f"int{bits}", bpp, unquantized)
     elif method == "bitsandbytes":
@@ -78,14 +88,19 @@ def detect_quantization(v: ConfigView, evidence: list[Evidence]) -> Quantization
     return quant
 
 
-def _compressed_tensors(qc: dict[str, Any], unquantized: tuple[str, ...]) -> Quantization:
+def _compressed_tensors(v: ConfigView, path: str, qc: dict[str, Any], unquantized: tuple[str, ...]) -> Quantization:
     fmt = str(qc.get("format", ""))
+    groups = qc.get("config_groups") or {}
+    if not isinstance(groups, dict):
+        raise v.fail(f"{path}.config_groups", "expected an object of quantization groups")
     weights: dict[str, Any] = {}
-    for group in (qc.get("config_groups") or {}).values():
+    for group in groups.values():
         if isinstance(group, dict) and isinstance(group.get("weights"), dict):
             weights = group["weights"]
             break
-    bits = int(weights.get("num_bits") or 8)
+    bits = weights.get("num_bits") or 8
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 0 < bits <= 32:
+        raise v.fail(f"{path}.config_groups.*.weights.num_bits", f"expected a positive integer, got {bits!r}")
     kind = str(weights.get("type") or "int")
     group_size = weights.get("group_size")
     if "mxfp4" in fmt:
