@@ -13,7 +13,7 @@ same total). Formulas, with the engine source they were checked against:
                  (vllm model_executor/layers/attention/mla_attention.py:1371-1400)
   MLA under DSA  the sparse kernels' fp8 layout: 512 fp8 + 4 fp32 scales + 64 bf16 RoPE = 656 bytes
                  (vllm mla_attention.py:1384-1388 fp8_ds_mla; sglang kv_cache_configurator.py:3458-3472);
-                 vLLM's fp4 layout nvfp4_ds_mla is 352 bytes (vllm flashmla_sparse.py:99-111)
+                 vLLM's fp4 layout nvfp4_ds_mla is 352 bytes (vllm flashmla_sparse.py:111-123)
   DSA indexer    fp8 keys + one fp32 scale per 128 values: 128 + 4 = 132 bytes per indexer layer,
                  whatever the KV dtype (vllm model_executor/models/deepseek_v2.py:727-735;
                  sglang mem_cache/index_key_cache.py:40-47)
@@ -52,8 +52,8 @@ _ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 DS_MLA_FP8 = 656   # vllm mla_attention.py:1386; sglang kv_cache_configurator.py:3468-3472
-DS_MLA_FP4 = 352   # vllm flashmla_sparse.py:99-111 (nvfp4_ds_mla)
-DSV4_FP8_ROW = 584  # vllm flashmla_sparse.py:83-90; sglang deepseek_v4_memory_pool.py:313-316
+DS_MLA_FP4 = 352   # vllm flashmla_sparse.py:111-123 (nvfp4_ds_mla)
+DSV4_FP8_ROW = 584  # vllm flashmla_sparse.py:89-97; sglang deepseek_v4_memory_pool.py:313-316
 INDEX_QUANT_BLOCK = 128
 
 
