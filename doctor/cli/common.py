@@ -5,20 +5,29 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from doctor.errors import EXIT_FINDINGS, EXIT_OK
-from doctor.findings import SEVERITIES, Finding, severity_rank
+
+if TYPE_CHECKING:
+    from doctor.findings import Finding
+
+#: Kept here (not imported from doctor.findings) so that defining options costs no import at start-up.
+SEVERITIES = ("info", "warning", "critical")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_FORMAT_HELP = {"text": "text for people", "json": "json for scripts (versioned schema)",
+                "markdown": "markdown for tickets", "html": "html for reports"}
 
 
 def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     return click.option(
         "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-        help="Output format: text for people, json for scripts (versioned schema), markdown for tickets.",
+        help="Output format: " + ", ".join(_FORMAT_HELP[c] for c in choices) + ".",
     )
 
 
@@ -30,6 +39,8 @@ def fail_on_option(f: F) -> F:
 
 
 def exit_code(findings: list[Finding], fail_on: str) -> int:
+    from doctor.findings import severity_rank
+
     if fail_on == "never":
         return EXIT_OK
     threshold = severity_rank(fail_on)

@@ -17,7 +17,7 @@ from doctor.errors import InputError
 from doctor.model import layers as L
 from doctor.model.card import Evidence, KVGroup, Layers, ModelCard, MoE, StateGroup
 from doctor.model.fields import ConfigView, Field
-from doctor.model.params import estimate_params, kda_shape, weight_bytes
+from doctor.model.params import estimate_params, kda_shape, part_bytes, weight_bytes
 from doctor.model.quantization import detect_quantization
 
 _KNOWN_FILE = Path(__file__).with_name("known.json")
@@ -169,6 +169,7 @@ class _Analysis:
             max_context=max_context.value if max_context else None,
             params=estimate.total, active_params=estimate.active, vision_params=estimate.vision,
             weight_bytes=weight_bytes(estimate, quant, dtype), param_parts=dict(estimate.parts),
+            expert_weight_bytes=part_bytes(estimate, quant).get("experts", 0),
             evidence=tuple(self.evidence), notes=tuple(self.notes),
             kv_lora_rank=kv_lora.value if is_mla else None,
             qk_rope_head_dim=self._int_value("qk_rope_head_dim") if (is_mla or dsv4) else None,

@@ -151,6 +151,8 @@ class ModelCard:
     active_params: int
     vision_params: int
     weight_bytes: int
+    #: bytes of the routed experts alone (sharded by EP rather than TP)
+    expert_weight_bytes: int
     param_parts: dict[str, int]
     evidence: tuple[Evidence, ...]
     notes: tuple[str, ...] = ()

@@ -73,16 +73,21 @@ def estimate_params(v: ConfigView, plan: L.LayerPlan, moe: MoE | None, defaults:
     return ParamEstimate(parts, active, _vision_params(v))
 
 
-def weight_bytes(estimate: ParamEstimate, quant: Quantization | None, dtype: str) -> int:
-    """Bytes of the checkpoint's weights as the engine loads them (vision tower in 16-bit)."""
-    total = 0.0
+def part_bytes(estimate: ParamEstimate, quant: Quantization | None) -> dict[str, int]:
+    """Bytes of each weight part as the engine loads it: routed experts may be quantized differently."""
+    out: dict[str, int] = {}
     for part, count in estimate.parts.items():
         per = 2.0
         if quant is not None and part not in ALWAYS_16BIT and part not in quant.unquantized:
             per = quant.expert_bytes_per_param if (part == "experts" and quant.expert_bytes_per_param) \
                 else quant.bytes_per_param
-        total += count * per
-    return int(total + estimate.vision * 2)
+        out[part] = int(count * per)
+    return out
+
+
+def weight_bytes(estimate: ParamEstimate, quant: Quantization | None, dtype: str) -> int:
+    """Bytes of the checkpoint's weights as the engine loads them (vision tower in 16-bit)."""
+    return sum(part_bytes(estimate, quant).values()) + estimate.vision * 2
 
 
 def _gqa_params(v: ConfigView, plan: L.LayerPlan, h: int, heads: int) -> int:
