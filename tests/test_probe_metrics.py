@@ -128,6 +128,15 @@ def test_only_mapped_families_are_kept_and_replay_gives_the_same_facts():
     assert replayed.to_dict() == result.facts.to_dict()
 
 
+def test_secrets_in_labels_are_redacted_in_raw():
+    """Scenario derived in memory from the real vllm_1.prom: a label carrying a token (a model path with one)."""
+    secret = "hf_abcdefghijklmnopqrstuvwxyz012345"
+    text = real_scrape("vllm_1.prom").read_text().replace('model_name="facebook/opt-125m"',
+                                                          f'model_name="facebook/opt-125m",hf_token="{secret}"')
+    result = _probe({"/metrics": Response(body=text, content_type=PROM)})
+    assert secret not in json.dumps(result.raw) and result.facts.get("metrics.running") == 84
+
+
 # -- scenarios ------------------------------------------------------------------------------------------
 
 def test_dp_ranks_add_up_and_tp_replicas_count_once():

@@ -90,11 +90,18 @@ class HttpResponse:
         if error is not None:
             raise error
 
+    def page_error(self) -> HttpError | None:
+        """An HTML page (a proxy's login, a web server's welcome) where an API answer was expected."""
+        if self.content_type in ("text/html", "application/xhtml+xml"):
+            return HttpError(self.method, self.url, f"not an LLM server (got {self.content_type})", "not_llm",
+                             self.status)
+        return None
+
     def json(self) -> Any:
         """The body as JSON; an HTML page or a broken document is a one-line error, not a traceback."""
-        if self.content_type in ("text/html", "application/xhtml+xml"):
-            raise HttpError(self.method, self.url, f"not an LLM server (got {self.content_type})", "not_llm",
-                            self.status)
+        page = self.page_error()
+        if page is not None:
+            raise page
         try:
             return json.loads(self.text())
         except json.JSONDecodeError as exc:

@@ -9,8 +9,8 @@ buckets, speculative acceptance, the KV capacity the engine reports, and per-ran
 ``sample_s > 0`` it scrapes twice and adds rates: preemptions/s, tokens/s, how fast KV fills and when it
 will be full.
 
-Speed: a 64-rank exposition is ~10 MB, and the Prometheus parser handles ~3 MB/s; so only the lines of the
-families the mapper needs are kept (:func:`select_families`) before anything is parsed, and only those
+Speed: a many-rank exposition runs to megabytes (vllm_1.prom's families x 64 DP ranks is 2.3 MB) and the
+Prometheus parser reads ~2-3 MB/s; so only the lines of the families the mapper needs are kept (:func:`select_families`) before anything is parsed, and only those
 lines are stored as raw material (snapshots stay small; replay maps them the same way).
 """
 
@@ -69,7 +69,8 @@ def _table() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
 
 
 def select_families(text: str) -> tuple[str, bool]:
-    """Keep only the lines of families the mapper reads; say whether the exposition was cut mid-line.
+    """Keep only the samples and ``# TYPE`` lines of families the mapper reads (``# HELP`` prose is not
+    needed); say whether the exposition was cut mid-line.
 
     A body whose last line is incomplete (the server or a proxy cut it) loses that line, so the rest
     still parses; the flag lets the facts say the picture is partial.
@@ -84,10 +85,10 @@ def select_families(text: str) -> tuple[str, bool]:
 
 
 def _line_name(line: str) -> str:
-    """The metric name a line is about: a sample's name, or the name a ``# HELP``/``# TYPE`` line declares."""
+    """The metric name a line is about: a sample's name, or the name a ``# TYPE`` line declares."""
     if line.startswith("#"):
         parts = line.split(None, 3)
-        return parts[2] if len(parts) > 2 and parts[1] in ("HELP", "TYPE") else ""
+        return parts[2] if len(parts) > 2 and parts[1] == "TYPE" else ""
     end = len(line)
     for stop in ("{", " "):
         at = line.find(stop)
@@ -128,9 +129,7 @@ def _scrape(url: str, opts: ProbeOptions, headers: dict[str, str], start: float)
     record: dict[str, Any] = {"at_s": round(time.monotonic() - start, 6), "status": response.status,
                               "content_type": response.content_type, "elapsed_ms": round(response.elapsed_ms, 3),
                               "bytes": len(response.body)}
-    failure = response.status_error()
-    if failure is None and response.content_type in ("text/html", "application/xhtml+xml"):
-        failure = HttpError("GET", url, f"not an LLM server (got {response.content_type})", "not_llm")
+    failure = response.status_error() or response.page_error()
     if failure is not None:
         record.update(error=str(failure), kind=failure.kind, text=redact_text(response.text()[:_TEXT_KEPT]))
         return record
@@ -139,8 +138,8 @@ def _scrape(url: str, opts: ProbeOptions, headers: dict[str, str], start: float)
     return record
 
 
-# A label pair (name="value", escapes allowed) or a comment line: the only places a secret can sit in an
-# exposition (metric names are [a-zA-Z_:][a-zA-Z0-9_:]* and values are numbers).
+# A label pair (name="value", escapes allowed) or a comment line: the only places a secret can sit in the
+# kept lines (metric names are [a-zA-Z_:][a-zA-Z0-9_:]* and values are numbers).
 _PIECES = re.compile(r'[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"|^#.*$', re.M)
 
 
