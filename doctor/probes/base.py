@@ -26,7 +26,7 @@ from doctor.errors import DoctorError, InputError
 from doctor.facts import Facts
 from doctor.redact import MASK, redact_text
 
-#: 16 MiB: a 64-rank /metrics exposition is ~10 MB; anything much larger is not a metrics page we can use.
+#: 16 MiB: a 64-rank /metrics exposition is a few MB (10 MB is the largest we plan for); past this it is not one.
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
 

@@ -69,13 +69,12 @@ def _not_local(psutil: Any, host: str) -> str | None:
 def _read(psutil: Any, pid: int, how: str, others: list[int] | None = None) -> dict[str, Any]:
     try:
         proc = psutil.Process(pid)
-        argv = proc.cmdline()
+        argv, name = proc.cmdline(), proc.name()
     except psutil.NoSuchProcess:
         return {"found": False, "reason": f"no process {pid} ({how})"}
     except psutil.AccessDenied:
         return {"found": False, "pid": pid, "reason": f"process {pid} ({how}) cannot be read: run as root or as "
                 "its user"}
-    name = proc.name()
     if name in PORT_FORWARDERS:
         return {"found": False, "pid": pid, "reason": f"port forwarded by {name} (pid {pid}) into a container: "
                 "run llmdoctor inside the container, or pass --pid of the server there"}

@@ -101,6 +101,9 @@ def interpret(raw: dict[str, Any]) -> Facts:
     sglang = _sglang_info(_json(requests, SERVER_INFO)) or _sglang_info(_json(requests, SERVER_INFO_OLD))
     vllm_dev = _vllm_dev_info(_json(requests, VLLM_DEV_INFO))
     version = _json(requests, VERSION)
+    vllm_version = version.get("version") if isinstance(version, dict) else None
+    if not isinstance(vllm_version, str):
+        vllm_version = None
     owner = _owner(models)
 
     if sglang is not None:
@@ -109,7 +112,7 @@ def interpret(raw: dict[str, Any]) -> Facts:
         engine, engine_source = owner, "/v1/models owned_by"
     elif vllm_dev is not None:
         engine, engine_source = "vllm", "server_info vllm_config"
-    elif isinstance(version, dict) and isinstance(version.get("version"), str):
+    elif vllm_version is not None:
         engine, engine_source = "vllm", "/version"  # only vLLM serves GET /version
     else:
         facts.error(NAME, _why_nothing(raw.get("endpoint", ""), requests))
@@ -119,9 +122,9 @@ def interpret(raw: dict[str, Any]) -> Facts:
     facts.set("launch.engine", engine, engine_source)
     if sglang is not None:
         _sglang_facts(facts, sglang, _json(requests, MODEL_INFO))
-    elif isinstance(version, dict) and isinstance(version.get("version"), str):
-        facts.set("server.version", version["version"], "/version", observed=True)
-        facts.set("launch.version", version["version"], "/version")
+    elif vllm_version is not None:
+        facts.set("server.version", vllm_version, "/version", observed=True)
+        facts.set("launch.version", vllm_version, "/version")
     if vllm_dev is not None:
         _mapped_facts(facts, vllm_dev, "vllm")
         for name, value in sorted((vllm_dev.get("vllm_env") or {}).items()):
