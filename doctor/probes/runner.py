@@ -1,0 +1,56 @@
+"""Run the live probes side by side, under one bound for the whole run.
+
+Probes are I/O-bound and independent, so each runs in its own thread; the run ends when all have
+finished or when :meth:`ProbeOptions.budget_s` has passed, whichever comes first. A probe still running
+then is reported as timed out (its thread is a daemon and ends at its own request deadline), so a hung
+server can slow ``llmdoctor check`` down to the bound but never hang it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from collections.abc import Iterable
+
+from doctor.errors import InputError
+from doctor.probes.base import ProbeModule, ProbeOptions, ProbeResult, Target, interpret_raw, run_probe
+
+#: name -> module; the order is the order results come back in.
+PROBES: dict[str, str] = {
+    "server": "doctor.probes.server",
+    "metrics": "doctor.probes.metrics",
+    "process": "doctor.probes.process",
+}
+
+
+def probe_module(name: str) -> ProbeModule:
+    """The module of probe ``name`` (imported on first use: a command pays only for the probes it runs)."""
+    if name not in PROBES:
+        raise InputError(f"--probe: unknown probe {name!r} (known: {', '.join(PROBES)})")
+    return importlib.import_module(PROBES[name])  # type: ignore[return-value]
+
+
+def run_probes(target: Target, opts: ProbeOptions, names: Iterable[str] | None = None) -> list[ProbeResult]:
+    """Every named probe (all by default), concurrently; one result per probe, in the order asked."""
+    modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else PROBES)]
+    results: dict[str, ProbeResult] = {}
+
+    def work(module: ProbeModule) -> None:
+        results[module.NAME] = run_probe(module, target, opts)
+
+    budget = opts.budget_s()
+    threads = [threading.Thread(target=work, args=(m,), name=f"probe-{m.NAME}", daemon=True) for m in modules]
+    deadline = time.monotonic() + budget
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    finished = dict(results)  # one read: a probe finishing now is still reported as timed out
+    return [finished.get(m.NAME) or _timed_out(m, budget) for m in modules]
+
+
+def _timed_out(module: ProbeModule, budget: float) -> ProbeResult:
+    raw = {"error": f"timed out: still running when the run's {budget:g}s bound passed"}
+    facts, error = interpret_raw(module, raw)
+    return ProbeResult(module.NAME, False, error, budget * 1000, raw, facts)

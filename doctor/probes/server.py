@@ -1,0 +1,296 @@
+"""The server probe: which engine and version answer, what model they serve, and how they were configured.
+
+A running server is the most reliable account of its own configuration (the launch command may have been
+edited since, or set by an operator's wrapper). What each engine offers, read from the engines' source:
+
+* both: ``GET /v1/models``: ``owned_by`` is ``vllm`` or ``sglang`` (vllm/entrypoints/serve/engine/protocol.py:105,
+  sglang/srt/entrypoints/openai/protocol.py:87), ``max_model_len``; vLLM's ``root`` is the model path
+  (vllm/entrypoints/openai/models/serving.py:72) while SGLang's is the served name (http_server.py:2004);
+* SGLang: ``GET /server_info`` (older ``/get_server_info``): every resolved server arg, the launch command,
+  ``max_total_num_tokens``, one ``internal_states`` entry per DP rank and ``version``
+  (sglang/srt/entrypoints/http_server.py:863); ``GET /model_info`` (http_server.py:812);
+* vLLM: ``GET /version`` (vllm/entrypoints/serve/instrumentator/basic.py:53), and ``/server_info`` only in
+  dev mode (vllm/entrypoints/serve/dev/server_info/api_router.py:43).
+
+SGLang's /server_info carries ``api_key`` and the ``--api-key`` of its launch command in clear (it redacts only
+watermark secrets: sglang/srt/sampling/watermarking/core.py:34,110), so every body is redacted before it is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from doctor.facts import Facts
+from doctor.probes.base import ProbeOptions, Target, auth_headers, load_data
+from doctor.probes.http import HttpError, get
+from doctor.redact import redact_obj, redact_text
+
+NAME = "server"
+_TEXT_KEPT = 500  # characters of a non-JSON body kept to explain an error
+
+# The order matters: engine detection first (/v1/models), then each engine's own endpoints.
+MODELS = "/v1/models"
+SERVER_INFO = "/server_info"
+SERVER_INFO_OLD = "/get_server_info"
+MODEL_INFO = "/model_info"
+VERSION = "/version"
+VLLM_DEV_INFO = "/server_info?config_format=json"
+
+
+def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
+    """GET the endpoints that say what the server is; stop at the first sign the server is unreachable."""
+    headers = auth_headers(target, opts)
+    requests: dict[str, dict[str, Any]] = {}
+
+    def call(path: str) -> dict[str, Any] | None:
+        """Record one exchange; None once the server proved unreachable (more requests would fail the same)."""
+        record = _exchange(target.url(path), opts, headers)
+        requests[path] = record
+        return None if record.get("kind") in HttpError.UNREACHABLE else record
+
+    raw: dict[str, Any] = {"endpoint": target.display(), "requests": requests}
+    models = call(MODELS)
+    if models is None:
+        return raw
+    owner = _owner(models.get("json"))
+    if owner != "vllm":
+        info = call(SERVER_INFO)
+        if info is None:
+            return raw
+        if info.get("status") in (404, 405):
+            info = call(SERVER_INFO_OLD)
+            if info is None:
+                return raw
+        if _sglang_info(info.get("json")) is not None:
+            call(MODEL_INFO)
+            return raw
+    if call(VERSION) is not None and owner == "vllm":
+        call(VLLM_DEV_INFO)
+    return raw
+
+
+def _exchange(url: str, opts: ProbeOptions, headers: dict[str, str]) -> dict[str, Any]:
+    """One GET as raw material: status, content type, time, and the redacted JSON or the error line."""
+    try:
+        response = get(url, timeout_s=opts.timeout_s, headers=headers, max_bytes=opts.max_body_bytes)
+    except HttpError as exc:
+        return {"url": url, "error": str(exc), "kind": exc.kind, "status": exc.status}
+    record: dict[str, Any] = {"url": response.url, "status": response.status,
+                              "content_type": response.content_type, "elapsed_ms": round(response.elapsed_ms, 3)}
+    failure = response.status_error()
+    if failure is None:
+        try:
+            record["json"] = redact_obj(response.json())
+            return record
+        except HttpError as exc:
+            failure = exc
+    record.update(error=str(failure), kind=failure.kind, text=redact_text(response.text()[:_TEXT_KEPT]))
+    return record
+
+
+# -- interpretation (pure) ----------------------------------------------------------------------------
+
+def interpret(raw: dict[str, Any]) -> Facts:
+    facts = Facts()
+    requests: dict[str, dict[str, Any]] = raw.get("requests") or {}
+    if not requests:
+        facts.error(NAME, "no request was made")
+        return facts
+    models = _json(requests, MODELS)
+    sglang = _sglang_info(_json(requests, SERVER_INFO)) or _sglang_info(_json(requests, SERVER_INFO_OLD))
+    vllm_dev = _vllm_dev_info(_json(requests, VLLM_DEV_INFO))
+    version = _json(requests, VERSION)
+    vllm_version = version.get("version") if isinstance(version, dict) else None
+    if not isinstance(vllm_version, str):
+        vllm_version = None
+    owner = _owner(models)
+
+    if sglang is not None:
+        engine, engine_source = "sglang", "server_info version"
+    elif owner in ("vllm", "sglang"):
+        engine, engine_source = owner, "/v1/models owned_by"
+    elif vllm_dev is not None:
+        engine, engine_source = "vllm", "server_info vllm_config"
+    elif vllm_version is not None:
+        engine, engine_source = "vllm", "/version"  # only vLLM serves GET /version
+    else:
+        facts.error(NAME, _why_nothing(raw.get("endpoint", ""), requests))
+        return facts
+
+    facts.set("server.engine", engine, engine_source, observed=True)
+    facts.set("launch.engine", engine, engine_source)
+    if sglang is not None:
+        _sglang_facts(facts, sglang, _json(requests, MODEL_INFO))
+    elif vllm_version is not None:
+        facts.set("server.version", vllm_version, "/version", observed=True)
+        facts.set("launch.version", vllm_version, "/version")
+    if vllm_dev is not None:
+        _mapped_facts(facts, vllm_dev, "vllm")
+        for name, value in sorted((vllm_dev.get("vllm_env") or {}).items()):
+            facts.set(f"launch.env.{name}", value, f"server_info vllm_env {name}")
+    _models_facts(facts, models, engine, requests.get(MODELS, {}))
+    return facts
+
+
+def _json(requests: dict[str, dict[str, Any]], path: str) -> Any:
+    return (requests.get(path) or {}).get("json")
+
+
+def _owner(models: Any) -> str | None:
+    cards = models.get("data") if isinstance(models, dict) else None
+    if isinstance(cards, list) and cards and isinstance(cards[0], dict):
+        owner = cards[0].get("owned_by")
+        return owner if isinstance(owner, str) else None
+    return None
+
+
+def _sglang_info(info: Any) -> dict[str, Any] | None:
+    """SGLang's answer: its resolved server args at the top level, with ``version`` beside them."""
+    if isinstance(info, dict) and "vllm_config" not in info and "version" in info and (
+            "model_path" in info or "tp_size" in info):
+        return info
+    return None
+
+
+def _vllm_dev_info(info: Any) -> dict[str, Any] | None:
+    return info if isinstance(info, dict) and isinstance(info.get("vllm_config"), dict) else None
+
+
+def _why_nothing(endpoint: str, requests: dict[str, dict[str, Any]]) -> str:
+    """The one line for "no engine answered": unreachable, then needs a key, then not an LLM server."""
+    tests = (lambda r: r.get("kind") in HttpError.UNREACHABLE,
+             lambda r: r.get("status") in (401, 403),
+             lambda r: r.get("kind") == "not_llm")
+    for telling in tests:
+        for record in requests.values():
+            if telling(record):
+                return str(record["error"])
+    seen = "; ".join(f"{path}: {_short(record)}" for path, record in requests.items())
+    return f"no vLLM or SGLang API answered at {endpoint} ({seen})"
+
+
+def _short(record: dict[str, Any]) -> str:
+    if record.get("status") and record.get("kind") == "status":
+        return f"HTTP {record['status']}"
+    if record.get("error"):
+        return str(record["error"]).rpartition(": ")[2]
+    return "answered, but not as vLLM or SGLang do"
+
+
+def _sglang_facts(facts: Facts, info: dict[str, Any], model_info: Any) -> None:
+    version = info.get("version")
+    if isinstance(version, str):
+        facts.set("server.version", version, "server_info version", observed=True)
+        facts.set("launch.version", version, "server_info version")
+    if isinstance(info.get("model_path"), str):
+        facts.set("server.model_path", info["model_path"], "server_info model_path", observed=True)
+    if isinstance(info.get("max_total_num_tokens"), int):
+        facts.set("server.max_total_tokens", info["max_total_num_tokens"], "server_info max_total_num_tokens",
+                  observed=True)
+    if isinstance(info.get("launch_command"), str):
+        facts.set("server.launch_command", info["launch_command"], "server_info launch_command", observed=True)
+    ranks = [_rank_memory(state) for state in info.get("internal_states") or [] if isinstance(state, dict)]
+    if ranks:
+        facts.set("server.rank_memory", ranks, "server_info internal_states[].memory_usage", observed=True)
+    _mapped_facts(facts, info, "sglang")
+    if isinstance(model_info, dict):
+        for key in ("model_type", "architectures"):
+            if model_info.get(key) is not None:
+                facts.set(f"server.{key}", model_info[key], f"/model_info {key}", observed=True)
+
+
+def _rank_memory(state: dict[str, Any]) -> dict[str, Any]:
+    """One DP rank's memory split, in bytes (SGLang reports GiB: memory_usage.py:30-33)."""
+    usage = state.get("memory_usage") if isinstance(state.get("memory_usage"), dict) else {}
+    gib = 1 << 30
+
+    def _bytes(key: str) -> int | None:
+        value = usage.get(key)
+        return round(value * gib) if isinstance(value, (int, float)) else None
+
+    return {"weight_bytes": _bytes("weight"), "kv_cache_bytes": _bytes("kvcache"),
+            "token_capacity": usage.get("token_capacity") if isinstance(usage.get("token_capacity"), int) else None,
+            "max_running_requests": state.get("effective_max_running_requests_per_dp"),
+            "gen_tokens_per_s": state.get("last_gen_throughput")}
+
+
+def _mapped_facts(facts: Facts, answer: dict[str, Any], engine: str) -> None:
+    """launch.* from the server's configuration, by the table in server_fields.yaml."""
+    for row in load_data("server_fields.yaml")[engine]:
+        found, value = _lookup(answer, row["field"])
+        if not found:
+            continue
+        transform = row.get("as")
+        if transform == "auto_is_null":
+            value = None if value == "auto" else value
+        elif transform == "not":
+            value = not value if isinstance(value, bool) else None
+        elif transform == "gt_1":
+            value = value > 1 if isinstance(value, (int, float)) else None
+        elif transform == "is_set":
+            value = value is not None
+        facts.set(row["fact"], value, f"server_info {row['field'].removeprefix('vllm_config.')}")
+
+
+def _lookup(document: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    value: Any = document
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _models_facts(facts: Facts, models: Any, engine: str, record: dict[str, Any]) -> None:
+    cards = models.get("data") if isinstance(models, dict) else None
+    base = next((c for c in cards or [] if isinstance(c, dict) and not c.get("parent")), None)
+    if base is None:
+        if record.get("error"):
+            facts.error("server.model", str(record["error"]))
+        return
+    if isinstance(base.get("id"), str):
+        facts.set("server.model", base["id"], "/v1/models id", observed=True)
+    if engine == "vllm" and isinstance(base.get("root"), str):
+        facts.set("server.model_path", base["root"], "/v1/models root", observed=True)
+        facts.set_default("launch.model", base["root"], "/v1/models root")
+    if isinstance(base.get("max_model_len"), int):
+        facts.set("server.max_model_len", base["max_model_len"], "/v1/models max_model_len", observed=True)
+
+
+# -- system_fingerprint ---------------------------------------------------------------------------------
+
+# vLLM's default "full" fingerprint: vllm-<version>[-tpN][-ppN][-dpN][-ep]-<hash8>
+# (vllm/entrypoints/serve/utils/fingerprint.py:48-84). "hash" mode drops the parallel parts, so their
+# absence proves nothing; "custom" is free text and does not match.
+_FINGERPRINT = re.compile(
+    r"^vllm-(?P<version>[0-9][^-\s]*)(?P<parallel>(?:-(?:tp\d+|pp\d+|dp\d+|ep))*)-(?P<hash>[0-9a-f]{8}|nohash)$")
+
+
+def parse_system_fingerprint(text: str) -> dict[str, Any] | None:
+    """vLLM's ``system_fingerprint`` (in completion responses) as {version, tp, pp, dp, ep}; None if not vLLM's."""
+    match = _FINGERPRINT.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        return None
+    parsed: dict[str, Any] = {"engine": "vllm", "version": match["version"]}
+    for part in filter(None, match["parallel"].split("-")):
+        if part == "ep":
+            parsed["expert_parallel"] = True
+        else:
+            parsed[part[:2]] = int(part[2:])
+    return parsed
+
+
+def fingerprint_facts(text: str) -> Facts:
+    """Facts an active probe can add from a completion's ``system_fingerprint`` (only what it proves)."""
+    facts = Facts()
+    parsed = parse_system_fingerprint(text)
+    if parsed is None:
+        return facts
+    source = "system_fingerprint"
+    facts.set("launch.engine", "vllm", source)
+    facts.set("launch.version", parsed["version"], source)
+    for key in ("tp", "pp", "dp", "expert_parallel"):
+        if key in parsed:
+            facts.set(f"launch.{key}", parsed[key], source)
+    return facts

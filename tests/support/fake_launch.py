@@ -1,0 +1,45 @@
+"""A stand-in for an engine's launch process: a real listening server whose command line looks like a launch.
+
+The process probe finds a server by the port it listens on and reads its argv and environment; this
+script gives it a real process to find, started the way a user would start an engine, e.g.
+
+    python -m tests.support.fake_launch --model-path Qwen/Qwen3-8B --tp-size 2 --api-key SECRET --port 0
+
+Every flag is accepted and ignored except --host and --port. Once listening it prints
+``LISTENING <port>`` on stdout (port 0 picks a free one), then serves /health until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path == "/health" else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args, _engine_flags = parser.parse_known_args(argv)
+    server = HTTPServer((args.host, args.port), _Health)
+    print(f"LISTENING {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
