@@ -20,15 +20,18 @@ _SECRET_NAME = re.compile(
 )
 # Names that look secret by the rule above but carry no secret.
 _NOT_SECRET = {"max_tokens", "tokenizer", "tokenizer_mode", "tokenizer_path", "skip_tokenizer_init",
-               "token_usage", "auth_mode"}
+               "token_usage", "auth_mode", "api_key_env"}
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<pw>[^/\s@]+)@")
-_BEARER = re.compile(r"(?i)\b(bearer|token)(\s+|=)([A-Za-z0-9._~+/=-]{8,})")
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/=-]{8,})")
 _TOKEN_SHAPES = re.compile(
     r"\b(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|ghp_[A-Za-z0-9]{20,}|gh[ousr]_[A-Za-z0-9]{20,}|"
     r"xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
 )
-_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\",}]+)")
+# name, separator and opening quote only: the value is found after a secret name, so that a non-secret
+# "Label: " never swallows the "api_key=x" that follows it.
+_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(['\"]?\s*[=:]\s*)(['\"]?)")
+_VALUE = re.compile(r"[^\s'\",}&]*")
 
 
 def is_secret_name(name: str) -> bool:
@@ -46,20 +49,29 @@ def redact_text(text: str) -> str:
     text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _TOKEN_SHAPES.sub(MASK, text)
+    return _redact_flag_pairs_in_text(_mask_assignments(text))
 
-    def _assign(m: re.Match[str]) -> str:
-        if is_secret_name(m["name"]):
-            return f"{m['name']}{m['sep']}{m['quote']}{MASK}"
-        return m.group(0)
 
-    text = _ASSIGNMENT.sub(_assign, text)
-    return _redact_flag_pairs_in_text(text)
+def _mask_assignments(text: str) -> str:
+    """``HF_TOKEN=x``, ``"api_key": "x"``, ``?api_key=x`` → the value masked."""
+    out: list[str] = []
+    pos = 0
+    for m in _NAME_SEP.finditer(text):
+        if m.start() < pos or not is_secret_name(m.group(1)):
+            continue
+        start = m.end()
+        end = start + len(_VALUE.match(text, start).group(0))
+        if end > start:
+            out += [text[pos:start], MASK]
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _redact_flag_pairs_in_text(text: str) -> str:
     """``--api-key SECRET`` inside a single string (a pasted command)."""
     return re.sub(
-        r"(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)(?P<quote>['\"]?)(?P<value>[^\s'\"]+)",
+        r"(?<![\w-])(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)(?P<quote>['\"]?)(?P<value>[^\s'\"]+)",
         lambda m: (f"{m['flag']}{m['sep']}{m['quote']}{MASK}"
                    if is_secret_name(m["flag"]) and not m["value"].startswith("-") else m.group(0)),
         text,
@@ -99,9 +111,9 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 def redact_obj(obj: Any) -> Any:
     """Recursively redact a JSON-like document (server_info, snapshots, targets files)."""
     if isinstance(obj, dict):
+        # Only string values are secrets: SGLang's numeric `token_capacity` is not a token.
         return {
-            k: (MASK if isinstance(k, str) and is_secret_name(k) and v not in (None, "", False)
-                and not isinstance(v, (dict, list)) else redact_obj(v))
+            k: (MASK if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v else redact_obj(v))
             for k, v in obj.items()
         }
     if isinstance(obj, list):

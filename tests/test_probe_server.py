@@ -80,8 +80,6 @@ def test_sglang_secrets_never_leave_the_probe():
     assert "--api-key ***" in result.facts.get("server.launch_command")
 
 
-@pytest.mark.xfail(strict=True, reason="doctor.redact.redact_obj masks the number under SGLang's memory_usage "
-                   "token_capacity (the name contains 'token'); fixed when redact_obj leaves non-strings alone")
 def test_sglang_per_rank_token_capacity_survives_redaction():
     with LocalServer(_sglang_routes()) as srv:
         ranks = _probe(srv).facts.get("server.rank_memory")

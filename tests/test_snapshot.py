@@ -51,7 +51,7 @@ def test_document_shape(live):
     assert snap["schema"] == "llmdoctor.snapshot/1" and snap["llmdoctor"]
     assert snap["created"].endswith("+00:00")
     assert snap["target"]["url"].startswith("http://***@127.0.0.1:")
-    assert set(snap["probes"]) == {"server", "metrics", "process"}
+    assert set(snap["probes"]) == {"server", "metrics", "process", "gpu"}  # a failed probe is recorded too
     assert set(snap["probes"]["server"]) == {"ok", "error", "elapsed_ms", "raw"}
     assert json.loads(path.read_text()) == snap
     assert snapshot.snapshot_target(snap).port == snap["target"]["port"]

@@ -193,6 +193,10 @@ def _one_line(exc: BaseException) -> str:
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
+#: Probe name, and the facts namespace its errors are recorded under (doctor/probes/base.py contract).
+NAME = "gpu"
+
+
 def fetch(target: object, opts: object) -> dict[str, Any]:
     """Probe-runner entry (doctor/probes contract): NVML is local, so ``target`` is not used."""
     return read_nvml(float(getattr(opts, "timeout_s", 2.0))).to_raw()

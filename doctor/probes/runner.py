@@ -21,6 +21,7 @@ PROBES: dict[str, str] = {
     "server": "doctor.probes.server",
     "metrics": "doctor.probes.metrics",
     "process": "doctor.probes.process",
+    "gpu": "doctor.probes.gpu",
 }
 
 
