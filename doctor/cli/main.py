@@ -18,6 +18,8 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "inspect": "doctor.cli.inspect_cmd:inspect",
     "playbook": "doctor.cli.playbook_cmd:playbook",
+    "report": "doctor.cli.report_cmd:report",
+    "rules": "doctor.cli.rules_cmd:rules",
 }
 
 EPILOG = """\b

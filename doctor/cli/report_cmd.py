@@ -1,0 +1,108 @@
+"""``llmdoctor report --prometheus URL``: the nightly fleet health report from Prometheus history.
+
+Everything heavy (prometheus-api-client, requests, the playbooks) is imported inside the command, so the
+other commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.errors import InputError
+
+_SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
+             ".txt": "text"}
+
+
+@click.command("report")
+@click.option("--prometheus", required=True, metavar="URL", help="Prometheus base URL (http://host:9090).")
+@click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d).")
+@click.option("--until", default=None, metavar="TIME",
+              help="End of the window: unix seconds or ISO 8601 (default: now).")
+@click.option("--step", default="60s", show_default=True, help="Resolution of subqueries and charts.")
+@click.option("--trend", default="15m", show_default=True, help="Window of the KV slope behind time-to-full.")
+@click.option("--selector", default="", metavar="'{job=\"llm\"}'",
+              help="Label matchers for the engines' series (and their `up`).")
+@click.option("--targets", type=click.Path(dir_okay=False), default=None,
+              help="YAML of instances to probe live, with command/config/gpu hints (docs/report.md).")
+@click.option("--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="Also run the playbooks in DIR (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report here (format from the suffix: .html, .md, .json, .txt).")
+@format_option("text", "json", "markdown", "html", default=None)
+@fail_on_option
+@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
+              help="Seconds each Prometheus query may take.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show each query on stderr (default: only when stderr is a terminal).")
+def report(prometheus: str, since: str, until: str | None, step: str, trend: str, selector: str,
+           targets: str | None, playbook_dirs: tuple[str, ...], output: str | None, fmt: str | None, fail_on: str,
+           timeout_s: float, progress: bool | None) -> int:
+    """Diagnose every vLLM/SGLang instance Prometheus has seen over the window.
+
+    PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
+    query per fact for the whole fleet; the playbooks then run per instance on those facts, and the findings
+    are ranked across the fleet. HTML is self-contained (inline SVG charts, opens offline).
+
+    \b
+    Examples:
+      llmdoctor report --prometheus http://prometheus:9090 -o report.html
+      llmdoctor report --prometheus http://prometheus:9090 --since 7d --step 5m --selector '{job="llm"}'
+      llmdoctor report --prometheus http://prometheus:9090 --targets fleet.yaml --format json
+
+    Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 bad input, 3 nothing could be read from
+    Prometheus.
+    """
+    from doctor.report.pipeline import ReportOptions, run
+
+    fmt = _format(fmt, output)
+    show = progress if progress is not None else sys.stderr.isatty()
+    doc, findings = run(ReportOptions(prometheus=prometheus, since=since, step=step, trend=trend, selector=selector,
+                                      until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s),
+                        progress=_progress if show else None)
+    if show and sys.stderr.isatty():
+        click.echo("", err=True)
+    if output:
+        from doctor.outio import write_atomic
+
+        write_atomic(output, _render(doc, fmt))
+        emit(_render(doc, "text", written=output))
+    else:
+        emit(_render(doc, fmt))
+    return exit_code(findings, fail_on)
+
+
+def _format(fmt: str | None, output: str | None) -> str:
+    if fmt is not None:
+        return fmt
+    if output is None:
+        return "text"
+    suffix = "." + output.rsplit(".", 1)[-1].lower() if "." in output else ""
+    if suffix not in _SUFFIXES:
+        raise InputError(f"-o {output}: cannot tell the format from the suffix (use .html, .md, .json or .txt, "
+                         "or --format)")
+    return _SUFFIXES[suffix]
+
+
+def _render(doc: dict, fmt: str, written: str | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=1) + "\n"
+    if fmt == "html":
+        from doctor.report.render_html import html_report
+
+        return html_report(doc)
+    from doctor.report.render_text import markdown_report, text_summary
+
+    return markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
+
+
+def _progress(label: str) -> None:
+    """On a terminal one line rewritten in place; in a log (--progress without a TTY) one line per step."""
+    if sys.stderr.isatty():
+        click.echo(f"\r\033[Kquerying Prometheus: {label}", err=True, nl=False)
+    else:
+        click.echo(f"querying Prometheus: {label}", err=True)

@@ -1,0 +1,97 @@
+"""One report run: check the inputs, read Prometheus, look at the targets, diagnose, build the document.
+
+Kept apart from the CLI so the bench and the tests run exactly what ``llmdoctor report`` runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from doctor.errors import InputError, TargetError
+from doctor.findings import Finding
+from doctor.report.view import finding
+
+#: A subquery evaluates this many steps at most per instance (a month at 1 s steps would be 2.6 million).
+MAX_STEPS = 50_000
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    prometheus: str
+    since: str = "24h"
+    step: str = "60s"
+    trend: str = "15m"
+    selector: str = ""
+    until: str | None = None
+    targets: str | None = None
+    playbook_dirs: tuple[str, ...] = ()
+    timeout_s: float = 30.0
+    probe_timeout_s: float = 5.0
+
+
+def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+    """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
+    from doctor.playbook.loader import load_playbooks
+    from doctor.report.client import connect
+    from doctor.report.collect import Window, collect
+    from doctor.report.fleet import analyze, document, iso
+    from doctor.report.promql import Params, Selector, load_catalog, parse_duration
+    from doctor.report.targets import load_targets, look
+
+    since = parse_duration(options.since, "--since")
+    step = parse_duration(options.step, "--step")
+    trend = parse_duration(options.trend, "--trend")
+    if step > since:
+        raise InputError(f"--step {options.step}: longer than --since {options.since}")
+    if since / step > MAX_STEPS:
+        raise InputError(f"--step {options.step}: {since / step:,.0f} steps over --since {options.since} is more "
+                         f"than {MAX_STEPS:,}; use a larger step")
+    if options.timeout_s <= 0:
+        raise InputError(f"--timeout {options.timeout_s:g}: must be more than 0 seconds")
+    selector = Selector.parse(options.selector)
+    end = parse_time(options.until) if options.until else time.time()
+    client = connect(options.prometheus, timeout_s=options.timeout_s, end=end, progress=progress)
+    specs = load_targets(options.targets) if options.targets else []
+    pbset = load_playbooks(options.playbook_dirs)
+    catalog = load_catalog()
+
+    started = time.perf_counter()
+    window = Window(since=since, step=step, trend=trend, end=end)
+    try:
+        collected = collect(client, catalog, window, Params(selector=selector))
+    finally:
+        client.close()
+    elapsed = time.perf_counter() - started
+    if not collected.any_data():
+        errors = [e.error for e in client.log if e.error]
+        why = errors[0] if errors else (f"no vLLM or SGLang series matched{' ' + selector.text if selector.text else ''}"
+                                        f" between {iso(window.start)} and {iso(end)}")
+        raise TargetError(f"--prometheus {client.display}: nothing could be read: {why}")
+    if progress is not None and specs:
+        progress(f"live look at {len(specs)} targets")
+    live = look(specs, timeout_s=options.probe_timeout_s)
+    results = analyze(collected, catalog, pbset, live)
+    doc = document(client=client, window=window, selector=selector, results=results, collected=collected,
+                   catalog=catalog, elapsed_s=elapsed)
+    return doc, [finding(f) for f in doc["findings"]]
+
+
+def parse_time(text: str) -> float:
+    """``--until``: unix seconds or an ISO 8601 / RFC 3339 time (``2026-11-29T00:00:00Z``)."""
+    from datetime import datetime, timezone
+
+    value = text.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--until {text!r}: not unix seconds or an ISO 8601 time (2026-11-29T00:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
