@@ -14,6 +14,7 @@ import ast
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,7 +66,9 @@ class PromClient:
     log: list[QueryLog] = field(default_factory=list)
     _timeouts: int = 0
     _answered: bool = False
-    _conn: Any = None
+    _local: threading.local = field(default_factory=threading.local)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _sessions: list[Any] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -84,7 +87,9 @@ class PromClient:
         return sum(1 for entry in self.log if entry.error)
 
     def _connect(self) -> Any:
-        if self._conn is None:
+        """One HTTP session per thread (queries run side by side; a requests Session is not for sharing)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
             from prometheus_api_client import PrometheusConnect
             from urllib3.util.retry import Retry
 
@@ -95,8 +100,11 @@ class PromClient:
             # One quick retry of a failed connect; never of a read (that would double a slow query's cost)
             # or of a status (Prometheus's 4xx/5xx are answers, shown as they are).
             retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0.1)
-            self._conn = PrometheusConnect(url=self.url, auth=auth, retry=retry, timeout=self.timeout_s)
-        return self._conn
+            conn = PrometheusConnect(url=self.url, auth=auth, retry=retry, timeout=self.timeout_s)
+            self._local.conn = conn
+            with self._lock:
+                self._sessions.append(conn)
+        return conn
 
     def instant(self, label: str, query: str) -> list[Sample]:
         """The vector ``query`` at ``end``."""
@@ -122,13 +130,14 @@ class PromClient:
     def _run(self, label: str, query: str, kind: str, call: Callable[[Any], Any]) -> list[dict[str, Any]]:
         import requests
 
-        if not self._answered and self._timeouts >= MAX_FIRST_TIMEOUTS:
-            raise QueryError(f"{label}: skipped: the first {self._timeouts} queries all timed out")
+        entry = QueryLog(label, query, kind, 0.0, 0)
+        with self._lock:
+            if not self._answered and self._timeouts >= MAX_FIRST_TIMEOUTS:
+                raise QueryError(f"{label}: skipped: the first {self._timeouts} queries all timed out")
+            self.log.append(entry)
         if self.progress is not None:
             self.progress(label)
         started = time.perf_counter()
-        entry = QueryLog(label, query, kind, 0.0, 0)
-        self.log.append(entry)
         try:
             data = call(self._connect())
             if not isinstance(data, list):
@@ -161,12 +170,14 @@ class PromClient:
             entry.seconds = time.perf_counter() - started
 
     def _timed_out(self, label: str) -> str:
-        self._timeouts += 1
+        with self._lock:
+            self._timeouts += 1
         return f"{label}: Prometheus did not answer within {self.timeout_s:g}s (--timeout)"
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+        for conn in self._sessions:
+            conn.close()
+        self._sessions.clear()
 
 
 def _float(raw: Any) -> float:

@@ -15,12 +15,24 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from doctor.facts import Facts
-from doctor.report.client import PromClient, QueryError
-from doctor.report.promql import HOST_RE, TAG, Catalog, Entry, LabelFact, Params, format_duration, join_or
+from doctor.report.client import PromClient, QueryError, Sample
+from doctor.report.promql import (
+    HOST_RE,
+    TAG,
+    Alternative,
+    Catalog,
+    Entry,
+    LabelFact,
+    Params,
+    format_duration,
+    join_or,
+)
 
 #: Charts drawn per instance: (id, fact whose template is plotted, title, unit). GPU utilization is per GPU.
 CHARTS = (
@@ -29,8 +41,10 @@ CHARTS = (
     ("preemptions", "metrics.preemptions_per_s", "Preemptions per second", "rate"),
     ("gpu_util", "gpu.util", "GPU utilization per GPU", "ratio"),
 )
-#: At most this many points per chart series (Prometheus refuses more than 11,000 per series).
-MAX_CHART_POINTS = 1440
+#: Points per chart series: about one per pixel of a chart (Prometheus would give up to 11,000; more only costs).
+MAX_CHART_POINTS = 360
+#: Queries in flight at once.
+PARALLEL_QUERIES = 4
 #: Rates on charts look back at least this far, so a rate always has two scrapes to work with.
 MIN_CHART_RANGE_S = 120.0
 _HOST = re.compile(HOST_RE)
@@ -79,21 +93,45 @@ class Collected:
 
 
 def collect(client: PromClient, catalog: Catalog, window: Window, params: Params) -> Collected:
-    """Ask every report fact and every chart; ``params`` carries the selector (ranges are the window's)."""
+    """Ask every report fact, then (when there was anything) every chart; ``params`` carries the selector
+    (ranges are the window's). Queries run a few at a time: Prometheus evaluates them side by side."""
     out = Collected()
     report_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
                            lookback=window.since)
-    for entry in catalog.entries.values():
-        if entry.report is not None:
-            _ask_entry(client, catalog, entry, window, report_params, out)
-    for fact in catalog.label_facts:
-        _ask_label(client, catalog, fact, report_params, out)
+    asks = [_ask_entry(client, catalog, entry, window, report_params, out)
+            for entry in catalog.entries.values() if entry.report is not None]
+    asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
+    _run_all(asks)
     if out.any_data():
         chart_params = Params(selector=params.selector, range=max(window.chart_step, MIN_CHART_RANGE_S),
                               trend=window.trend, step=window.step, lookback=window.since)
-        for chart_id, key, title, _unit in CHARTS:
-            _ask_chart(client, catalog, chart_id, key, title, window, chart_params, out)
+        _run_all([_ask_chart(client, catalog, chart_id, key, title, window, chart_params, out)
+                  for chart_id, key, title, _unit in CHARTS])
     return out
+
+
+@dataclass
+class _Ask:
+    """One query: ``run`` in a worker thread, then ``apply`` (or ``fail``) in the calling thread, in order."""
+
+    run: Callable[[], list[Sample]]
+    apply: Callable[[list[Sample]], None]
+    fail: Callable[[QueryError], None]
+
+
+def _run_all(asks: list[_Ask]) -> None:
+    pool = ThreadPoolExecutor(max_workers=PARALLEL_QUERIES, thread_name_prefix="promql")
+    try:
+        futures = [pool.submit(ask.run) for ask in asks]
+        for ask, future in zip(asks, futures, strict=True):
+            try:
+                samples = future.result()
+            except QueryError as exc:
+                ask.fail(exc)
+                continue
+            ask.apply(samples)
+    finally:  # Prometheus unreachable (TargetError): the queued queries are not sent
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def reduce(reducer: str, expr: str, window: Window) -> str:
@@ -104,84 +142,85 @@ def reduce(reducer: str, expr: str, window: Window) -> str:
 
 
 def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Window, params: Params,
-               out: Collected) -> None:
+               out: Collected) -> _Ask:
     alternatives = catalog.alternatives(entry.key, params, catalog.inline)
     reduced = [reduce(entry.report or "window", alt.expr, window) for alt in alternatives]
     query = join_or([f'label_replace({expr}, "{TAG}", "{i}", "", "")' for i, expr in enumerate(reduced)],
                     entry.or_on)
-    try:
-        samples = client.instant(entry.key, query)
-    except QueryError as exc:
-        out.errors[entry.key] = str(exc)
+
+    def apply(samples: list[Sample]) -> None:
+        for sample in samples:
+            index = int(sample.labels.get(TAG, -1))
+            if 0 <= index < len(alternatives) and math.isfinite(sample.value):
+                _observe(out, entry, alternatives[index], f"promql: {reduced[index]}", sample)
+
+    return _Ask(lambda: client.instant(entry.key, query), apply,
+                lambda exc: out.errors.__setitem__(entry.key, str(exc)))
+
+
+def _observe(out: Collected, entry: Entry, alt: Alternative, source: str, sample: Sample) -> None:
+    if entry.kind == "list":
+        host, gpu = sample.labels.get("host"), sample.labels.get("gpu", "")
+        if host:
+            out.hosts.setdefault(host, {}).setdefault(entry.key, {})[gpu] = (sample.value, source)
         return
-    for sample in samples:
-        index = int(sample.labels.get(TAG, -1))
-        if not 0 <= index < len(alternatives) or not math.isfinite(sample.value):
-            continue
-        alt = alternatives[index]
-        source = f"promql: {reduced[index]}"
-        if entry.kind == "list":
-            host, gpu = sample.labels.get("host"), sample.labels.get("gpu", "")
-            if host:
-                out.hosts.setdefault(host, {}).setdefault(entry.key, {})[gpu] = (sample.value, source)
-            continue
-        instance = sample.labels.get("instance")
-        if not instance:
-            continue
-        value: Any = _number(sample.value)
-        if entry.kind == "engine":
-            value = alt.engine
-        elif entry.kind == "flag":
-            value = True
-        elif entry.kind == "bool":
-            value = sample.value >= 1
-        out.instances.setdefault(instance, {})[entry.key] = Observation(value, source, alt.engine)
+    instance = sample.labels.get("instance")
+    if not instance:
+        return
+    value: Any = _number(sample.value)
+    if entry.kind == "engine":
+        value = alt.engine
+    elif entry.kind == "flag":
+        value = True
+    elif entry.kind == "bool":
+        value = sample.value >= 1
+    out.instances.setdefault(instance, {})[entry.key] = Observation(value, source, alt.engine)
 
 
-def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Params, out: Collected) -> None:
+def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Params, out: Collected) -> _Ask:
     """``group by (instance, engine, <label>) (last_over_time(<info metric>[window]))``, smallest value wins
     for numbers (each DP engine has its own pool), first for the rest."""
     alternatives = catalog.label_selector(fact, params)
     window = format_duration(params.range)
     parts = [f'label_replace(group by (instance, engine, {fact.label}) (last_over_time({alt.expr}[{window}])), '
              f'"{TAG}", "{i}", "", "")' for i, alt in enumerate(alternatives)]
-    try:
-        samples = client.instant(fact.key, join_or(parts, ("instance",)))
-    except QueryError as exc:
-        out.errors.setdefault(fact.key, str(exc))
-        return
-    for sample in samples:
-        instance, text = sample.labels.get("instance"), sample.labels.get(fact.label)
-        value = fact.convert(text) if text is not None else None
-        if not instance or value is None:
-            continue
-        index = int(sample.labels.get(TAG, 0))
-        name = alternatives[index].names[0] if 0 <= index < len(alternatives) else fact.family
-        observed = out.instances.setdefault(instance, {})
-        previous = observed.get(fact.key)
-        if previous is not None and (fact.type == "bool" or previous.value <= value):
-            continue
-        observed[fact.key] = Observation(value, f"promql: {name} label {fact.label}", fact.engine)
+
+    def apply(samples: list[Sample]) -> None:
+        for sample in samples:
+            instance, text = sample.labels.get("instance"), sample.labels.get(fact.label)
+            value = fact.convert(text) if text is not None else None
+            if not instance or value is None:
+                continue
+            index = int(sample.labels.get(TAG, 0))
+            name = alternatives[index].names[0] if 0 <= index < len(alternatives) else fact.family
+            observed = out.instances.setdefault(instance, {})
+            previous = observed.get(fact.key)
+            if previous is not None and (fact.type == "bool" or previous.value <= value):
+                continue
+            observed[fact.key] = Observation(value, f"promql: {name} label {fact.label}", fact.engine)
+
+    return _Ask(lambda: client.instant(fact.key, join_or(parts, ("instance",))), apply,
+                lambda exc: out.errors.setdefault(fact.key, str(exc)))
 
 
 def _ask_chart(client: PromClient, catalog: Catalog, chart_id: str, key: str, title: str, window: Window,
-               params: Params, out: Collected) -> None:
+               params: Params, out: Collected) -> _Ask:
     entry = catalog.entries[key]
     query = catalog.chain(key, params, catalog.inline)
-    try:
-        samples = client.range(f"chart: {title}", query, window.start, window.chart_step)
-    except QueryError as exc:
-        out.errors.setdefault(f"chart {chart_id}", str(exc))
-        return
-    series: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for sample in samples:
-        if entry.kind == "list":
-            owner, label = sample.labels.get("host", ""), f"gpu {sample.labels.get('gpu', '?')}"
-        else:
-            owner, label = sample.labels.get("instance", ""), title
-        if owner:
-            series.setdefault(owner, {})[label] = list(sample.points)
-    out.charts[chart_id] = series
+
+    def apply(samples: list[Sample]) -> None:
+        series: dict[str, dict[str, list[tuple[float, float]]]] = {}
+        for sample in samples:
+            if entry.kind == "list":
+                owner, label = sample.labels.get("host", ""), f"gpu {sample.labels.get('gpu', '?')}"
+            else:
+                owner, label = sample.labels.get("instance", ""), title
+            if owner:
+                series.setdefault(owner, {})[label] = list(sample.points)
+        out.charts[chart_id] = series
+
+    return _Ask(lambda: client.range(f"chart: {title}", query, window.start, window.chart_step), apply,
+                lambda exc: out.errors.setdefault(f"chart {chart_id}", str(exc)))
 
 
 # -- per instance ---------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from doctor.report.promql import Catalog, Selector, format_duration
 from doctor.report.targets import LiveResult
 
 SCHEMA = "llmdoctor.report/1"
+#: A chart point; a None value marks a hole in the data (the line breaks there).
+Point = tuple[float, "float | None"]
 #: Points per chart series in the document (each keeps the min and max of its slice, so spikes survive).
 CHART_POINTS = 360
 
@@ -35,14 +37,15 @@ class InstanceResult:
     facts: Facts
     diagnosis: Diagnosis
     live: LiveResult | None = None
-    charts: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
+    charts: dict[str, dict[str, list[Point]]] = field(default_factory=dict)
 
     @property
     def engine(self) -> str | None:
         return self.facts.get("metrics.engine") or self.facts.get("launch.engine")
 
 
-def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, LiveResult]) -> list[InstanceResult]:
+def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, LiveResult], window: Window
+            ) -> list[InstanceResult]:
     """Diagnose every instance Prometheus or ``--targets`` knows of."""
     from doctor.derive import derive_all
     from doctor.playbook.engine import diagnose
@@ -54,7 +57,7 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
         derive_all(facts)
         diagnosis = diagnose(pbset, facts)
         results.append(InstanceResult(instance, facts, diagnosis, live.get(instance),
-                                      _charts_of(collected, instance)))
+                                      _charts_of(collected, instance, gap=2.5 * window.chart_step)))
     return results
 
 
@@ -74,13 +77,30 @@ def merge(live: Facts | None, history: Facts) -> Facts:
     return facts
 
 
-def _charts_of(collected: Collected, instance: str) -> dict[str, dict[str, list[tuple[float, float]]]]:
+def _charts_of(collected: Collected, instance: str, gap: float) -> dict[str, dict[str, list[Point]]]:
     out = {}
     for chart_id, key, _title, _unit in CHARTS:
         owner = host_of(instance) if key.startswith("gpu.") else instance
         series = collected.charts.get(chart_id, {}).get(owner)
         if series:
-            out[chart_id] = {label: downsample(points) for label, points in sorted(series.items())}
+            out[chart_id] = {label: thin(points, gap) for label, points in sorted(series.items())}
+    return out
+
+
+def thin(points: list[tuple[float, float]], gap: float, limit: int = CHART_POINTS) -> list[Point]:
+    """At most about ``limit`` points, with a ``(t, None)`` break wherever the data has a hole longer than
+    ``gap`` (a scrape outage stays visible as one)."""
+    runs: list[list[tuple[float, float]]] = []
+    for point in points:
+        if runs and point[0] - runs[-1][-1][0] <= gap:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    out: list[Point] = []
+    for run in runs:
+        if out:
+            out.append((run[0][0], None))
+        out.extend(downsample(run, max(2, limit * len(run) // max(1, len(points)))))
     return out
 
 
@@ -102,7 +122,7 @@ def document(*, client: PromClient, window: Window, selector: Selector, results:
              collected: Collected, catalog: Catalog, elapsed_s: float) -> dict[str, Any]:
     """The ``llmdoctor.report/1`` document, redacted (docs/report.md)."""
     from doctor import __version__
-    from doctor.redact import redact_obj
+    from doctor.redact import redact_obj, redact_text
 
     ranked = sorted(((r, f) for r in results for f in r.diagnosis.findings),
                     key=lambda pair: (*pair[1].sort_key(), pair[0].instance))
@@ -127,7 +147,13 @@ def document(*, client: PromClient, window: Window, selector: Selector, results:
         "unchecked": _unchecked(results),
         "charts": [{"id": cid, "fact": key, "title": title, "unit": unit} for cid, key, title, unit in CHARTS],
     }
-    return redact_obj(doc)
+    doc = redact_obj(doc)
+    # The charts are numbers under series names; only the names can hold text (a GPU label), so only they go
+    # through the redactor (walking a hundred instances' points would cost a second).
+    for inst, result in zip(doc["instances"], results, strict=True):
+        inst["charts"] = {cid: {redact_text(label): [[int(t), None if v is None else round(v, 5)] for t, v in points]
+                                for label, points in series.items()} for cid, series in result.charts.items()}
+    return doc
 
 
 def _summary(results: list[InstanceResult], ranked: list[tuple[InstanceResult, Finding]]) -> dict[str, Any]:
@@ -156,8 +182,6 @@ def _instance(result: InstanceResult) -> dict[str, Any]:
         "findings": [f.id for f in result.diagnosis.findings],
         "live": None if result.live is None else {"note": result.live.note},
         "facts": result.facts.to_dict(),
-        "charts": {cid: {label: [[int(t), round(v, 5)] for t, v in points] for label, points in series.items()}
-                   for cid, series in result.charts.items()},
     }
 
 

@@ -73,7 +73,7 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
     if progress is not None and specs:
         progress(f"live look at {len(specs)} targets")
     live = look(specs, timeout_s=options.probe_timeout_s)
-    results = analyze(collected, catalog, pbset, live)
+    results = analyze(collected, catalog, pbset, live, window)
     doc = document(client=client, window=window, selector=selector, results=results, collected=collected,
                    catalog=catalog, elapsed_s=elapsed)
     return doc, [finding(f) for f in doc["findings"]]

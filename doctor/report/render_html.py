@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from doctor.report.svg import line_chart
+from doctor.report.svg import legend, line_chart
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, key_facts, slug
 
 SECTIONS = ("summary", "findings", "instances", "unchecked", "queries", "problems")
@@ -34,8 +34,8 @@ word-break:break-all}
 min-width:110px}.card b{display:block;font-size:22px}
 article.instance{border:1px solid var(--line);border-radius:8px;padding:4px 16px 12px;margin:14px 0}
 .charts{display:flex;flex-wrap:wrap;gap:8px}figure.chart{margin:0}figcaption{font-size:12px;color:var(--muted)}
-.chart-svg .grid{stroke:#eef0f3}.chart-svg .axis,.chart-svg .legend{font-size:10px;fill:#6b7280}
-.chart-svg .legend{font-weight:600}.chart-svg .line{stroke-width:1.4}
+.chart-svg .grid{stroke:#eef0f3}.chart-svg .axis{font-size:10px;fill:#6b7280}.legend{font-weight:600}
+.chart-svg .line{stroke-width:1.4}
 .chart-svg .threshold{stroke:#dc2626;stroke-dasharray:4 3}.chart-svg .nodata{font-size:12px;fill:#9ca3af}
 .finding{border-left:3px solid var(--line);padding:2px 10px;margin:8px 0}.finding.critical{border-color:var(--crit)}
 .finding.warning{border-color:var(--warn)}.finding.info{border-color:var(--info)}
@@ -122,11 +122,11 @@ def _instances(doc: dict[str, Any]) -> str:
             if series is None and chart["id"] != "kv_usage":
                 continue  # the KV chart is always drawn (saying "no data" if need be); the others when there is data
             svg = line_chart({k: [(p[0], p[1]) for p in v] for k, v in (series or {}).items()},
-                             start=w["start_s"], end=w["end_s"], title=chart["title"],
-                             unit=chart["unit"], step=w["chart_step_s"],
+                             start=w["start_s"], end=w["end_s"], title=chart["title"], unit=chart["unit"],
                              threshold=KV_THRESHOLD if chart["id"] == "kv_usage" else None)
             out.append(f'<figure class="chart" data-chart="{_e(chart["id"])}">{svg}'
-                       f'<figcaption>{_e(chart["title"])} (<code>{_e(chart["fact"])}</code>)</figcaption></figure>')
+                       f'<figcaption>{_e(chart["title"])} (<code>{_e(chart["fact"])}</code>) '
+                       f'{legend(list(series or {}))}</figcaption></figure>')
         out.append("</div>")
         rows = key_facts(inst["facts"])
         if rows:

@@ -1,8 +1,8 @@
 """Small inline SVG line charts for the HTML report: no library, no script, no external asset.
 
 A chart is a handful of polylines on a fixed canvas with a zero baseline, a few gridlines, start/middle/end
-times, an optional threshold (KV usage 95%: where the trees call the cache exhausted) and a legend when
-there is more than one series (one line per GPU). Gaps in the data (a scrape outage) stay gaps.
+times and an optional threshold (KV usage 95%: where the trees call the cache exhausted); with more than one
+series (one line per GPU) ``legend`` names them in their colours. Gaps in the data (a scrape outage) stay gaps.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#d
            "#475569", "#ea580c")
 
 
-def line_chart(series: dict[str, list[tuple[float, float]]], *, start: float, end: float, title: str,
-               unit: str, step: float, threshold: float | None = None) -> str:
-    """One chart; ``unit`` "ratio" plots 0..100% , anything else 0..max. Empty series draw a "no data" note."""
+def line_chart(series: dict[str, list[tuple[float, float | None]]], *, start: float, end: float, title: str,
+               unit: str, threshold: float | None = None) -> str:
+    """One chart; ``unit`` "ratio" plots 0..100%, anything else 0..max. A None value breaks the line (a hole in
+    the data); empty series draw a "no data" note."""
     plot_w, plot_h = WIDTH - _PAD_L - _PAD_R, HEIGHT - _PAD_T - _PAD_B
-    values = [v for points in series.values() for _, v in points]
+    values = [v for points in series.values() for _, v in points if v is not None]
     top = 1.0 if unit == "ratio" else _nice_top(max(values, default=0.0))
     span = max(end - start, 1.0)
 
@@ -47,31 +48,35 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, start: float, en
     if not values:
         out.append(f'<text class="nodata" x="{_PAD_L + plot_w / 2:.1f}" y="{_PAD_T + plot_h / 2:.1f}" '
                    'text-anchor="middle">no data in the window</text>')
+    sx, sy, floor = plot_w / span, plot_h / top, _PAD_T + plot_h  # x() and y() inlined: charts hold many points
     for index, (label, points) in enumerate(series.items()):
         color = PALETTE[index % len(PALETTE)]
-        for run in _runs(points, gap=2.5 * step):
-            coords = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in run)
+        for run in _runs(points):
+            coords = " ".join(f"{_PAD_L + (t - start) * sx:.1f},{floor - min(max(v, 0.0), top) * sy:.1f}"
+                              for t, v in run)
             out.append(f'<polyline class="line" fill="none" stroke="{color}" points="{coords}">'
                        f'<title>{_e(label)}</title></polyline>')
-    if len(series) > 1:
-        for index, label in enumerate(series):
-            lx = _PAD_L + 6 + (index % 4) * 120
-            ly = _PAD_T + 10 + (index // 4) * 12
-            out.append(f'<text class="legend" x="{lx}" y="{ly}" fill="{PALETTE[index % len(PALETTE)]}">'
-                       f'{_e(label)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def _runs(points: list[tuple[float, float]], gap: float) -> list[list[tuple[float, float]]]:
-    """Consecutive points no further apart than ``gap``: a missing stretch is drawn as missing."""
-    runs: list[list[tuple[float, float]]] = []
-    for point in points:
-        if runs and point[0] - runs[-1][-1][0] <= gap:
-            runs[-1].append(point)
+def legend(labels: list[str]) -> str:
+    """The series' names in their line colours, for under the chart (inside it they would hide the lines)."""
+    if len(labels) < 2:
+        return ""
+    return " ".join(f'<span class="legend" style="color:{PALETTE[i % len(PALETTE)]}">{_e(label)}</span>'
+                    for i, label in enumerate(labels))
+
+
+def _runs(points: list[tuple[float, float | None]]) -> list[list[tuple[float, float]]]:
+    """The stretches between holes (None values); a lone point is drawn as a dot-length line."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for t, v in points:
+        if v is None:
+            runs.append([])
         else:
-            runs.append([point])
-    return [run if len(run) > 1 else run * 2 for run in runs]
+            runs[-1].append((t, v))
+    return [run if len(run) > 1 else run * 2 for run in runs if run]
 
 
 def _nice_top(peak: float) -> float:
