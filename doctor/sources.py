@@ -1,0 +1,269 @@
+"""Offline sources: the facts a user can hand over without a running server.
+
+`lint`, `plan`, `check` (offline, or filling what live probes could not reach) and `report --targets` all read
+the same inputs — a launch command, a model config, a GPU name, recorded files, a description of the
+workload — so they all go through here. Each function turns one input into facts; ``gather`` puts them
+together in the order their dependencies need (the command names the engine, the engine decides the KV
+layout and the expected parser names), and derived facts and playbooks come after.
+
+A missing optional input is not an error: its namespace is simply unknown and the trees say what they could
+not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage command) is an InputError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from doctor.errors import InputError
+from doctor.facts import Facts
+
+if TYPE_CHECKING:
+    from doctor.engines.command import LaunchCommand
+
+#: Recorded files a user may pass are read with this cap (a real /metrics of 64 DP ranks is a few MB).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class Workload:
+    """What the user says about the traffic; every field optional."""
+
+    context: int | None = None
+    users: int | None = None
+    reproducible: bool = False
+    text_only: bool = False
+    temperature: float | None = None
+
+
+@dataclass
+class OfflineInputs:
+    command: str | list[str] | None = None
+    engine_version: str | None = None
+    config: str | None = None
+    gpu: str | None = None
+    nvidia_smi: str | None = None  # path
+    metrics: str | None = None  # path of a /metrics scrape
+    server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
+    workload: Workload = field(default_factory=Workload)
+
+
+@dataclass
+class Gathered:
+    """Facts plus the parsed objects renderers want (the command's flags, the model card)."""
+
+    facts: Facts
+    command: LaunchCommand | None = None
+    card: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------ single inputs
+def command_facts(text: str | list[str], engine_version: str | None = None) -> tuple[LaunchCommand, Facts]:
+    from doctor.engines.command import parse_command
+    from doctor.engines.launch_facts import launch_facts
+
+    command = parse_command(text, engine_version=engine_version)
+    return command, launch_facts(command)
+
+
+def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None) -> tuple[Any, Facts]:
+    """Load a config (path, directory, HF-cache repo id, example:NAME) and describe the model as facts.
+
+    The KV facts follow the launch: the engine's layout and the KV dtype the command forces, if any.
+    """
+    from doctor.model.architecture import analyze
+    from doctor.model.config import load_config
+    from doctor.model.facts import model_facts
+    from doctor.model.kvcache import normalize_kv_dtype
+
+    loaded = load_config(spec)
+    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
+    kv_dtype = "auto"
+    if kv_cache_dtype:
+        try:
+            kv_dtype = normalize_kv_dtype(kv_cache_dtype)
+        except InputError:  # an engine spelling inspect does not know: size at the checkpoint dtype
+            kv_dtype = "auto"
+    try:
+        facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
+    except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
+        facts = model_facts(card, kv_dtype="auto", engine=engine)
+    return card, facts
+
+
+def family_facts(facts: Facts) -> Facts:
+    """The model family (by name, architectures, model_type) and the parsers it expects on this engine."""
+    from doctor.engines.families import expected_facts, match_family
+
+    name = facts.get("launch.model") or facts.get("server.model_path") or facts.get("model.name")
+    found = match_family(architectures=facts.get("model.architectures") or facts.get("server.architectures"),
+                         model_type=facts.get("model.model_type") or facts.get("server.model_type"),
+                         name=name)
+    out = Facts()
+    if found is None:
+        out.error("expect", f"no model family matches {name or 'this model'} (doctor/engines/families.yaml)")
+        return out
+    engine = facts.get("launch.engine")
+    if engine is None:
+        out.set("model.family", found.id, "doctor/engines/families.yaml")
+        out.error("expect", "the engine is not known, so neither are its parser names")
+        return out
+    return expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+
+
+def parser_since_facts(command: LaunchCommand) -> Facts:
+    """For parsers the command names but its engine version lacks: the first release that registers them."""
+    from doctor.engines.catalog import available, load_catalog
+    from doctor.playbook.conditions import version_key
+
+    out = Facts()
+    for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
+                            ("reasoning_parser", "reasoning_parsers", "launch.reasoning_parser_since")):
+        name = command.get(dest)
+        if not name or name == "auto" or name in getattr(command.catalog, attr):
+            continue
+        newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
+        since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
+                                                                                   attr)), None)
+        out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
+                if since else f"engine catalogs: no {command.engine} release registers {name!r}")
+    return out
+
+
+def gpu_facts_for(spec: str) -> Facts:
+    from doctor.hardware.spec import gpu_facts, parse_gpu_spec
+
+    return gpu_facts(parse_gpu_spec(spec), f"--gpu {spec}")
+
+
+def nvidia_smi_facts(path: str) -> Facts:
+    from doctor.probes.gpu import gpu_probe_facts, read_nvidia_smi
+
+    return gpu_probe_facts(read_nvidia_smi(read_text(path, "--nvidia-smi"), f"nvidia-smi {path}"),
+                           f"nvidia-smi {path}")
+
+
+def metrics_file_facts(path: str) -> Facts:
+    """A saved /metrics scrape, interpreted exactly as a live scrape (the probe's own interpret)."""
+    from doctor.probes.base import interpret_raw
+    from doctor.probes.runner import probe_module
+
+    text = read_text(path, "--metrics")
+    raw = {"endpoint": f"file {path}", "scrapes": [{"url": f"file {path}", "status": 200, "body": text,
+                                                      "elapsed_ms": 0.0}]}
+    facts, error = interpret_raw(probe_module("metrics"), raw)
+    if error:
+        raise InputError(f"--metrics {path}: {error}")
+    return facts
+
+
+def server_info_facts(path: str) -> Facts:
+    from doctor.probes.base import interpret_raw
+    from doctor.probes.runner import probe_module
+
+    text = read_text(path, "--server-info")
+    raw = {"endpoint": f"file {path}", "requests": {"/server_info": {"status": 200, "body": text,
+                                                                      "content_type": "application/json"}}}
+    facts, error = interpret_raw(probe_module("server"), raw)
+    if error:
+        raise InputError(f"--server-info {path}: {error}")
+    return facts
+
+
+def workload_facts(workload: Workload) -> Facts:
+    out = Facts()
+    if workload.context is not None:
+        out.set("workload.context", workload.context, "--context")
+    if workload.users is not None:
+        out.set("workload.users", workload.users, "--users")
+    out.set("workload.reproducible", workload.reproducible, "--reproducible" if workload.reproducible else
+            "default (no --reproducible)")
+    out.set("workload.text_only", workload.text_only, "--text-only" if workload.text_only else
+            "default (no --text-only)")
+    if workload.temperature is not None:
+        out.set("workload.temperature", workload.temperature, "--temperature")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ all together
+def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
+    """Every offline input as facts, on top of ``live`` facts (which win: they were observed just now)."""
+    facts = Facts()
+    if live is not None:
+        facts.update(live)
+    gathered = Gathered(facts)
+    if inputs.server_info:
+        facts.update(server_info_facts(inputs.server_info), overwrite=False)
+    if inputs.metrics:
+        facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
+    if inputs.command is not None:
+        command, launch = command_facts(inputs.command, inputs.engine_version)
+        gathered.command = command
+        facts.update(launch, overwrite=live is None)
+        facts.update(parser_since_facts(command), overwrite=False)
+    elif inputs.engine_version:
+        facts.set("launch.version", inputs.engine_version, "--engine-version")
+    if "launch" not in _namespaces(facts):
+        facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
+
+    config_spec = inputs.config or _config_from_launch(facts)
+    if config_spec:
+        try:
+            gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
+                                                   engine=facts.get("launch.engine"))
+            facts.update(model, overwrite=False)
+        except InputError as exc:
+            if inputs.config:  # the user named it: that is an input error
+                raise
+            facts.error("model", f"model config not found locally ({exc}); pass --config")
+    else:
+        facts.error("model", "no model config (pass --config PATH|REPO)")
+    facts.update(family_facts(facts), overwrite=False)
+
+    if inputs.nvidia_smi:
+        facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
+    if inputs.gpu:
+        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
+    if "gpu.name" not in facts and not facts.unknown_reason("gpu"):
+        facts.error("gpu", "no GPU given")
+    facts.update(workload_facts(inputs.workload), overwrite=False)
+    return gathered
+
+
+def _config_from_launch(facts: Facts) -> str | None:
+    """The model the server loads, if its config can be found on this machine (a path or the HF cache)."""
+    return facts.get("launch.model") or facts.get("server.model_path")
+
+
+def _orderable_version(version: Any) -> str | None:
+    from doctor.playbook.conditions import version_key
+
+    return str(version) if version and any(version_key(str(version))) else None
+
+
+def _namespaces(facts: Facts) -> set[str]:
+    return {f.key.split(".")[0] for f in facts}
+
+
+def read_text(path: str, flag: str) -> str:
+    """A user's file as text: one clear line if it is missing, too large, binary or not UTF-8."""
+    p = Path(path).expanduser()
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise InputError(f"{flag} {path}: not a file")
+        if size > MAX_INPUT_BYTES:
+            raise InputError(f"{flag} {path}: {size} bytes is larger than the {MAX_INPUT_BYTES} byte limit")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{flag} {path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data[:4096]:
+        raise InputError(f"{flag} {path}: binary data, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{flag} {path}: not UTF-8 text (byte {exc.start})") from None
