@@ -16,7 +16,6 @@ no version uses the newest. Either way ``Catalog.note`` says what was done.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -300,6 +299,8 @@ class Catalog:
         A real option followed by ``-``/``_`` and more (``--reasoning-parser-glm45``: a value glued on
         with a dash) wins; otherwise difflib's closest long option.
         """
+        import difflib  # lazy: only an unknown flag needs it
+
         name = token.partition("=")[0]
         if self.parser.get("underscores_as_dashes") and name.startswith("--"):
             name = "--" + name[2:].replace("_", "-")

@@ -67,7 +67,7 @@ class Problem:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"flag": self.flag, **self.detail}
+        return {"kind": self.kind, "flag": self.flag, **self.detail}
 
 
 KINDS = ("unknown_flag", "other_engine_flag", "too_new_flag", "ambiguous_flag", "invalid_value", "missing_value",

@@ -58,7 +58,7 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
             if problem.flag not in secret_flags:
                 secret_flags.append(problem.flag)
         elif problem.kind in _PROBLEM_FACTS:
-            by_kind[_PROBLEM_FACTS[problem.kind]].append(problem.to_dict())
+            by_kind[_PROBLEM_FACTS[problem.kind]].append({"flag": problem.flag, **problem.detail})
     for key, items in by_kind.items():
         facts.set(key, items, f"{label} checked against catalog {cat.engine} {cat.version}")
     facts.set("launch.secret_flags", secret_flags, label)

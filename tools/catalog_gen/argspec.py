@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import json
 import math
 import re
 from typing import Any
@@ -258,7 +259,7 @@ def value_kind(tp: Any, depth: int = 0) -> str:
         return "str"
     if tp in (int, float, str, bool):
         return tp.__name__
-    if getattr(tp, "__module__", "") == "json" or tp is __import__("json").loads:
+    if tp is json.loads:
         return "json"
     if isinstance(tp, BoundMethod):
         tp = tp.func
@@ -270,8 +271,7 @@ def value_kind(tp: Any, depth: int = 0) -> str:
         if depth < 3:  # closures such as optional_type(int): the wrapped callable decides
             scope = tp.scope
             for value in (scope.vars.values() if scope is not None else []):
-                if value in (int, float, bool) or isinstance(value, FunctionObj) or (
-                        getattr(value, "__module__", "") == "json"):
+                if value in (int, float, bool, json.loads) or isinstance(value, FunctionObj):
                     return value_kind(value, depth + 1)
         return "str"
     return "str"

@@ -987,8 +987,6 @@ class Interp:
             return None
         if isinstance(value, (Obj, FieldObj)):
             return True
-        if isinstance(value, (list, tuple, dict, set, frozenset)) and _contains_unknown(value) and not value:
-            return None
         try:
             return bool(value)
         except Exception:  # noqa: BLE001
@@ -997,8 +995,6 @@ class Interp:
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
         if isinstance(op, ast.BitOr) and (isinstance(left, (Obj, Unknown)) or isinstance(right, (Obj, Unknown))
                                           or _is_typing_object(left) or _is_typing_object(right)):
-            if isinstance(left, dict) and isinstance(right, dict):
-                return {**left, **right}
             return typing.Union[left, right]  # noqa: UP007 - the engine's own `X | Y` annotation
         if _contains_unknown(left) or _contains_unknown(right):
             return Unknown("binop")

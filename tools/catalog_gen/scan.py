@@ -237,8 +237,8 @@ def _assignments(tree: ast.Module, attrs: set[str]) -> Iterator[tuple[str, ast.e
                 yield from walk(st.body, conds + [test], func)
                 yield from walk(st.orelse, conds + [f"not ({test})"], func)
                 continue
-            for sub in ("body", "orelse", "finalbody"):
-                if sub in st._fields and isinstance(getattr(st, sub), list) and not isinstance(st, ast.If):
+            for sub in ("body", "orelse", "finalbody"):  # for / while / with / try blocks
+                if isinstance(getattr(st, sub, None), list):
                     yield from walk(getattr(st, sub), conds, func)
             if isinstance(st, ast.Try):
                 for h in st.handlers:
