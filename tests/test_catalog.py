@@ -9,8 +9,10 @@ loader.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from conftest import SHARED_FIXTURES, requires_shared
 
 from doctor.engines.catalog import (
     CATALOG_DIR,
@@ -333,3 +335,20 @@ def test_flag_history_and_nearest() -> None:
     cat = load_catalog("sglang", "0.5.23")
     assert cat.nearest_flag("--reasoning-parser-glm45") == "--reasoning-parser"
     assert cat.nearest_flag("--tensor-paralel-size") == "--tensor-parallel-size"
+
+
+@requires_shared
+@pytest.mark.parametrize("scrape, engine, version", [
+    ("vllm_1.prom", "vllm", "0.28.0"), ("vllm_2.prom", "vllm", "0.28.0"), ("sglang_2.prom", "sglang", "0.5.10.post1")])
+def test_real_scrapes_only_use_catalogued_series(scrape: str, engine: str, version: str) -> None:
+    """Every series in a real /metrics scrape (version from fixtures/metrics/SOURCES.md) is one the
+    nearest catalog at or below that version exposes (``_created`` is prometheus_client's own)."""
+    cat = load_catalog(engine, version)
+    exposed = {s for m in cat.metrics for s in m["exposed"]}
+    series = set()
+    for line in (SHARED_FIXTURES / "metrics" / scrape).read_text().splitlines():
+        if line and not line.startswith("#"):
+            series.add(re.match(r"[^{\s]+", line).group(0))
+    ours = {s for s in series if s.startswith(engine + ":") and not s.endswith("_created")}
+    assert len(ours) > 20
+    assert ours <= exposed, sorted(ours - exposed)
