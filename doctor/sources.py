@@ -122,7 +122,11 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
     for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
                             ("reasoning_parser", "reasoning_parsers", "launch.reasoning_parser_since")):
         name = command.get(dest)
-        if not name or name == "auto" or name in getattr(command.catalog, attr):
+        if not name or name == "auto":
+            continue
+        if name in getattr(command.catalog, attr):
+            out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
+                               f"{command.catalog.version}")
             continue
         newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
         since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
@@ -214,6 +218,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
                                                    engine=facts.get("launch.engine"))
             facts.update(model, overwrite=False)
+            _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error
                 raise
@@ -230,6 +235,22 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.error("gpu", "no GPU given")
     facts.update(workload_facts(inputs.workload), overwrite=False)
     return gathered
+
+
+def _same_checkpoint(facts: Facts, config_spec: str, *, from_launch: bool) -> None:
+    """Is the config the served checkpoint's? A base model's config next to an NVFP4 repo says nothing about
+    the served weights' quantization, so checkpoint-level comparisons must know."""
+    served = facts.get("launch.model") or facts.get("server.model_path")
+    if from_launch or not served:
+        facts.set("model.same_checkpoint", True, "the config was found for the served model" if from_launch
+                  else "no served model named: the config is taken as the checkpoint's")
+        return
+
+    def base(name: str) -> str:
+        return name.replace("__", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".json").lower()
+
+    same = base(str(served)) == base(str(facts.get("model.name") or config_spec))
+    facts.set("model.same_checkpoint", same, f"derived: --config {config_spec} vs served model {served}")
 
 
 def _config_from_launch(facts: Facts) -> str | None:
