@@ -12,7 +12,6 @@ from doctor.cli.options import playbooks_option
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
 
 
-
 @click.group("playbook")
 def playbook() -> None:
     """Read, validate and document the playbooks (YAML decision trees, one per symptom).
