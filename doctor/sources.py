@@ -90,7 +90,29 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
+    if loaded.path is not None:
+        facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
     return card, facts
+
+
+def generation_defaults(path: Path) -> Facts:
+    """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
+    import json
+
+    out = Facts()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        out.error("model.default_temperature", f"no readable {path.name} next to config.json")
+        return out
+    temperature = data.get("temperature") if data.get("do_sample", True) is not False else 0
+    if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
+        out.set("model.default_temperature", float(temperature), f"{path.name}:temperature")
+    else:
+        out.set("model.default_temperature", None, f"{path.name}: no temperature")
+    return out
 
 
 def family_facts(facts: Facts) -> Facts:

@@ -64,8 +64,8 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
              unreachable: Iterable[str] = ()) -> Diagnosis:
     """Run the named symptoms' trees, or every tree whose ``applies_when`` holds (unknown counts as no).
 
-    ``unreachable`` names fact namespaces this command cannot gather at all (``lint`` has no server, so no
-    ``metrics`` or ``active`` facts): branches unknown only for want of those are not listed as unchecked.
+    ``unreachable`` names fact namespaces or keys this command cannot gather at all (``lint`` has no server,
+    so no ``metrics`` or ``active`` facts): branches unknown only for want of those are not listed as unchecked.
     """
     diagnosis = Diagnosis()
     reported = [_require(pbset, s) for s in symptoms or ()]
@@ -84,9 +84,9 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
         _walk(playbook.tree, facts, playbook, pbset, [], found, unchecked)
     diagnosis.findings = sorted(found.values(), key=Finding.sort_key)
     # A cause already diagnosed elsewhere needs no "could not check" line, nor one this command cannot check.
-    skip = set(unreachable)
+    skip = tuple(unreachable)
     diagnosis.unchecked = [u for (_, cause), u in unchecked.items()
-                           if cause not in found and not all(k.split(".")[0] in skip for k in u.missing)]
+                           if cause not in found and not all(_under(k, skip) for k in u.missing)]
     return diagnosis
 
 
@@ -164,6 +164,10 @@ def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node:
     hint = node.get("hint") or "; ".join(dict.fromkeys(
         HINTS.get(k, HINTS.get(k.split(".")[0], "provide the missing input")) for k in missing_keys))
     return Unchecked(symptom, cause, missing_keys, reason, hint)
+
+
+def _under(key: str, prefixes: tuple[str, ...]) -> bool:
+    return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
 def _causes_below(node: dict[str, Any]) -> list[str]:
