@@ -40,8 +40,12 @@ class Workload:
 @dataclass
 class OfflineInputs:
     command: str | list[str] | None = None
+    #: where the command came from; only one the user typed may fail the run (a process argv may be anything)
+    command_from: str = "--command"
     engine_version: str | None = None
     config: str | None = None
+    #: a config's content instead of a path (replayed snapshots carry it); ``config`` is then its name
+    config_json: dict[str, Any] | None = None
     gpu: str | None = None
     nvidia_smi: str | None = None  # path
     metrics: str | None = None  # path of a /metrics scrape
@@ -60,25 +64,26 @@ class Gathered:
 
 
 # ------------------------------------------------------------------------------------------ single inputs
-def command_facts(text: str | list[str], engine_version: str | None = None) -> tuple[LaunchCommand, Facts]:
+def command_facts(text: str | list[str], engine_version: str | None = None,
+                  engine: str | None = None) -> tuple[LaunchCommand, Facts]:
     from doctor.engines.command import parse_command
     from doctor.engines.launch_facts import launch_facts
 
-    command = parse_command(text, engine_version=engine_version)
+    command = parse_command(text, engine_version=engine_version, engine=engine)
     return command, launch_facts(command)
 
 
-def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None) -> tuple[Any, Facts]:
-    """Load a config (path, directory, HF-cache repo id, example:NAME) and describe the model as facts.
-
-    The KV facts follow the launch: the engine's layout and the KV dtype the command forces, if any.
+def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None,
+                    raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
+    """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
+    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype.
     """
     from doctor.model.architecture import analyze
-    from doctor.model.config import load_config
+    from doctor.model.config import LoadedConfig, load_config
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    loaded = load_config(spec)
+    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
     card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:
@@ -225,10 +230,17 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
     if inputs.command is not None:
-        command, launch = command_facts(inputs.command, inputs.engine_version)
-        gathered.command = command
-        facts.update(launch, overwrite=live is None)
-        facts.update(parser_since_facts(command), overwrite=False)
+        try:
+            command, launch = command_facts(inputs.command, inputs.engine_version,
+                                            engine=facts.get("server.engine") if live is not None else None)
+        except InputError as exc:
+            if inputs.command_from == "--command":
+                raise
+            facts.error("launch", f"{inputs.command_from} is not a launch command llmdoctor can read: {exc}")
+        else:
+            gathered.command = command
+            facts.update(launch, overwrite=live is None)
+            facts.update(parser_since_facts(command), overwrite=False)
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
     if "launch" not in _namespaces(facts):
@@ -238,13 +250,13 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     if config_spec:
         try:
             gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
-                                                   engine=facts.get("launch.engine"))
+                                                   engine=facts.get("launch.engine"), raw=inputs.config_json)
             facts.update(model, overwrite=False)
             _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error
                 raise
-            facts.error("model", f"model config not found locally ({exc}); pass --config")
+            facts.error("model", f"model config not found locally ({exc})")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)

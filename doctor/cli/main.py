@@ -18,6 +18,8 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "inspect": "doctor.cli.inspect_cmd:inspect",
     "lint": "doctor.cli.lint_cmd:lint",
+    "check": "doctor.cli.check_cmd:check",
+    "snapshot": "doctor.cli.check_cmd:snapshot",
     "playbook": "doctor.cli.playbook_cmd:playbook",
 }
 

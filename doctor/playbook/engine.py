@@ -38,6 +38,7 @@ HINTS = {
     "metrics": "pass --endpoint of a server with /metrics (SGLang needs --enable-metrics) or --metrics FILE",
     "server": "pass --endpoint or --server-info FILE",
     "capacity": "pass --endpoint (measured KV capacity) with --config and --gpu",
+    "fit": "pass --config and --gpu (and --context N for the tokens per request)",
     "workload": "describe the workload: --context N, --users N, --reproducible",
     "active": "re-run with --active (sends a few small requests to the server)",
     "process": "run on the server's host, or pass --pid",
