@@ -3,7 +3,8 @@ over (command, config, GPU, recorded files), derive, run the playbooks.
 
 Live facts win over offline ones: they were observed just now. Offline inputs fill what the probes could not
 reach (the process on another host, a GPU without NVML, a server without /metrics). The launch command comes,
-in order, from --command, the server's own report, or the process found listening on the port.
+in order, from --command, the server's own report, or the process found listening on the port
+(doctor.sources.gather).
 """
 
 from __future__ import annotations
@@ -95,7 +96,6 @@ def run_check(opts: CheckOptions) -> CheckRun:
     for result in results:
         live.update(result.facts)
     offline = _with_snapshot_inputs(opts.offline, extra)
-    offline = _launch_from_live(offline, live)
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     unreachable = () if opts.active else ("active",)
@@ -142,18 +142,6 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         gpu=offline.gpu or recorded.get("gpu"),
         workload=workload,
     )
-
-
-def _launch_from_live(offline: OfflineInputs, live: Facts) -> OfflineInputs:
-    """No --command given: read the one the server reports, or the listening process's argv."""
-    if offline.command is not None:
-        return offline
-    for key in ("server.launch_command", "process.argv"):
-        value = live.get(key)
-        if value:
-            version = offline.engine_version or live.get("server.version") or live.get("launch.version")
-            return replace(offline, command=value, command_from=key, engine_version=version)
-    return offline
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:

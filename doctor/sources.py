@@ -178,26 +178,21 @@ def nvidia_smi_facts(path: str) -> Facts:
 
 def metrics_file_facts(path: str) -> Facts:
     """A saved /metrics scrape, interpreted exactly as a live scrape (the probe's own interpret)."""
+    from doctor.probes import metrics
     from doctor.probes.base import interpret_raw
-    from doctor.probes.runner import probe_module
 
-    text = read_text(path, "--metrics")
-    raw = {"endpoint": f"file {path}", "scrapes": [{"url": f"file {path}", "status": 200, "body": text,
-                                                      "elapsed_ms": 0.0}]}
-    facts, error = interpret_raw(probe_module("metrics"), raw)
+    facts, error = interpret_raw(metrics, metrics.raw_from_text(read_text(path, "--metrics"), f"file {path}"))
     if error:
         raise InputError(f"--metrics {path}: {error}")
     return facts
 
 
 def server_info_facts(path: str) -> Facts:
+    """A saved /server_info body, interpreted exactly as a live answer."""
+    from doctor.probes import server
     from doctor.probes.base import interpret_raw
-    from doctor.probes.runner import probe_module
 
-    text = read_text(path, "--server-info")
-    raw = {"endpoint": f"file {path}", "requests": {"/server_info": {"status": 200, "body": text,
-                                                                      "content_type": "application/json"}}}
-    facts, error = interpret_raw(probe_module("server"), raw)
+    facts, error = interpret_raw(server, server.raw_from_body(read_text(path, "--server-info"), f"file {path}"))
     if error:
         raise InputError(f"--server-info {path}: {error}")
     return facts
@@ -229,17 +224,24 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
-    if inputs.command is not None:
+    text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
+    if text is None:  # no --command: the one the server reports, or the listening process's argv
+        for key in ("server.launch_command", "process.argv"):
+            if facts.get(key):
+                text, origin = facts.get(key), key
+                version = version or facts.get("server.version") or facts.get("launch.version")
+                break
+    if text is not None:
         try:
-            command, launch = command_facts(inputs.command, inputs.engine_version,
-                                            engine=facts.get("server.engine") if live is not None else None)
+            command, launch = command_facts(text, version, engine=facts.get("server.engine"))
         except InputError as exc:
-            if inputs.command_from == "--command":
+            if origin == "--command":
                 raise
-            facts.error("launch", f"{inputs.command_from} is not a launch command llmdoctor can read: {exc}")
+            facts.error("launch", f"{origin} is not a launch command llmdoctor can read: {exc}")
         else:
             gathered.command = command
-            facts.update(launch, overwrite=live is None)
+            # What a server reports of its resolved configuration beats what its command line says.
+            facts.update(launch, overwrite="server.engine" not in facts)
             facts.update(parser_since_facts(command), overwrite=False)
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
