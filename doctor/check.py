@@ -39,6 +39,8 @@ class CheckOptions:
     playbook_dirs: tuple[str, ...] = ()
     active: bool = False
     model: str | None = None
+    #: which passive probes run (None: all); a fleet check runs only the HTTP ones
+    probes: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -119,7 +121,7 @@ def _probe(opts: CheckOptions) -> tuple[Target | None, list[ProbeResult], dict[s
     target = Target.parse(opts.endpoint)
     api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
     probe_opts = ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
-    return target, run_probes(target, probe_opts), {}
+    return target, run_probes(target, probe_opts, names=list(opts.probes) if opts.probes else None), {}
 
 
 def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> OfflineInputs:

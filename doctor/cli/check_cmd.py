@@ -21,6 +21,7 @@ Examples:
   llmdoctor check --command "$(cat launch.sh)" --config ~/models/GLM-5.2 --gpu 8xB300 --symptom launch-failure
   llmdoctor check --metrics scrape.prom --server-info server_info.json --config Qwen/Qwen3-8B
   llmdoctor check --snapshot incident-4711.json --format markdown
+  llmdoctor check --targets fleet.yaml --timeout 2
 
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
@@ -102,6 +103,9 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @live_options
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
+@click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
+              help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
+                   "command, engine_version) and print a fleet table.")
 @offline_options
 @workload_options
 @symptom_option
@@ -110,7 +114,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
 def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
-          snapshot_file: str | None, command_text: str | None, command_file: str | None, config: str | None,
+          snapshot_file: str | None, targets_file: str | None, command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
           nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
           reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
@@ -126,6 +130,10 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
     from doctor.check import CheckOptions, run_check
     from doctor.sources import Workload
 
+    if targets_file:
+        if endpoint or snapshot_file:
+            raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
+        return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                        nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature))
     if not (endpoint or snapshot_file or any((offline.command, offline.config, offline.gpu, offline.metrics,
@@ -140,6 +148,23 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
         return EXIT_UNREACHABLE
     return exit_code(run.diagnosis.findings, fail_on)
+
+
+def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+           fmt: str, fail_on: str) -> int:
+    from doctor.fleet import fleet_markdown, fleet_text, load_targets, run_fleet
+
+    fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(fleet.to_dict(), indent=2, default=str))
+    else:
+        emit(fleet_markdown(fleet) if fmt == "markdown" else fleet_text(fleet))
+    if not any(r.reachable for r in fleet.results):
+        click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
+        return EXIT_UNREACHABLE
+    return exit_code(fleet.findings(), fail_on)
 
 
 def _render(run: Any, fmt: str, verbose: bool) -> None:
