@@ -8,6 +8,7 @@ endpoints without 500 threads.
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import threading
@@ -85,8 +86,6 @@ class MultiPortServer:
             head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
                     "Connection: close\r\n\r\n").encode()
             conn.setblocking(True)
-            try:
+            with contextlib.suppress(OSError):
                 conn.sendall(head + body)
-            except OSError:
-                pass
         conn.close()
