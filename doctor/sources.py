@@ -163,6 +163,21 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
     return out
 
 
+def spelling_facts(command: LaunchCommand) -> Facts:
+    """How this engine version spells what fixes ask for, when the spelling changed across versions.
+
+    SGLang 0.5.20+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
+    so a fix must use the spelling of the catalog the command was read with.
+    """
+    out = Facts()
+    if command.engine == "sglang":
+        tp = command.get("tp_size") or "N"
+        modern = command.catalog.resolve("--attn-dp-size") is not None
+        out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
+                f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
+    return out
+
+
 def gpu_facts_for(spec: str) -> Facts:
     from doctor.hardware.spec import gpu_facts, parse_gpu_spec
 
@@ -243,6 +258,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             # What a server reports of its resolved configuration beats what its command line says.
             facts.update(launch, overwrite="server.engine" not in facts)
             facts.update(parser_since_facts(command), overwrite=False)
+            facts.update(spelling_facts(command), overwrite=False)
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
     if "launch" not in _namespaces(facts):
