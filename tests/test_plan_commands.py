@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from doctor.engines.catalog import load_catalog
 from doctor.lint import lint
 from doctor.plan.commands import option_name
+from doctor.render.plan import plan_markdown, plan_text
 from doctor.sources import OfflineInputs, Workload
 from tests.conftest import SHARED_FIXTURES, requires_shared
 from tests.test_plan_support import plan_for
@@ -68,6 +71,8 @@ def test_every_runnable_plan_lints_clean(gpu: str) -> None:
     checked = 0
     for name in _configs():
         plan = plan_for(name, gpu)
+        assert json.loads(json.dumps(plan.to_dict()))["schema"] == "llmdoctor.plan/1"
+        assert plan_text(plan) and plan_markdown(plan)
         for engine, p in plan.engines.items():
             if p.status == "does-not-run":
                 assert plan.to_dict()["commands"][engine]["command"] is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.options import _tokens  # the --context parser every command shares
 from doctor.errors import EXIT_FINDINGS
 
 EPILOG = """\b
@@ -23,14 +24,6 @@ Exit codes: 0 it runs and no finding at or above --fail-on; 1 findings, or it do
 # Kept in step with doctor/plan/rules.yaml and doctor/plan/weights.py by tests (no YAML read at start-up).
 LATENCY = ("strict", "balanced", "relaxed")
 WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
-
-
-def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    from doctor.model.units import parse_tokens
-
-    return parse_tokens(value, flag="--context")
 
 
 @click.command("plan", epilog=EPILOG)

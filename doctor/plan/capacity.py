@@ -33,7 +33,7 @@ def default_fraction(engine: str, catalog: Catalog) -> tuple[float, str]:
     default = (catalog.defaults.get("mem_fraction") or {}).get("default")
     if isinstance(default, (int, float)) and default > 0:
         return float(default), f"default of {engine} {catalog.version}"
-    return DEFAULT_MEM_FRACTION[engine], f"typical {engine} start-up value (doctor/fit.py DEFAULT_MEM_FRACTION)"
+    return DEFAULT_MEM_FRACTION[engine], f"typical {engine} start-up value, doctor/fit.py DEFAULT_MEM_FRACTION"
 
 
 @dataclass(frozen=True)

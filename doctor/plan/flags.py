@@ -243,7 +243,7 @@ def delegations(card: ModelCard, kv: KVPolicy, kv_dtype: str) -> list[Delegation
     if not is_dsa(card) and not (kv.set_by_plan and kv_dtype != "auto"):
         out.insert(0, Delegation("--kv-cache-dtype", f"auto (the model's 16-bit dtype): {kv.why}",
                                  "seed § New Model Diagnosis Procedure › 5"))
-    return list({d.flag + d.why: d for d in out}.values())
+    return out
 
 
 def users_note(capacity: Capacity, demand: Demand) -> str | None:

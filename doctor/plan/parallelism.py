@@ -109,9 +109,7 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
         # Experts are sharded within a pipeline stage (vLLM: EP = TP × DP; SGLang --ep-size ≤ --tp-size).
         return Parallelism(n, 1, pp, n if moe and n > 1 else 1, count // (n * pp))
 
-    def cap(par: Parallelism, kv: str) -> Capacity | None:
-        return evaluate(par, kv)
-
+    cap = evaluate
     def holds_one(par: Parallelism, kv: str) -> bool:
         found = cap(par, kv)
         return found is not None and found.users_per_group >= 1

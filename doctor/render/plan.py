@@ -75,7 +75,6 @@ def _floor_k(tokens: int) -> str:
 
 
 def _engine_text(plan: Plan, p: EnginePlan, width: int) -> list[str]:
-    from doctor.plan.flags import users_note
     from doctor.plan.planner import seed_method
 
     par, cap, fit = p.decision.parallelism, p.capacity, p.capacity.fit
@@ -101,13 +100,10 @@ def _engine_text(plan: Plan, p: EnginePlan, width: int) -> list[str]:
     seed = seed_method(plan, p)
     if seed:
         out.append(f"    seed's method: {seed['users_per_replica']} per replica = {seed['formula']}")
-    short = users_note(cap, plan.demand)
     if p.status == "does-not-run":
         causes = ", ".join(f.id for f in p.check.gating) or "no room for one request beside the weights"
         out.append(f"  command  withheld: does not run ({causes})")
         return out
-    if short:
-        out.append(click.style(f"  short: {short}", fg="yellow"))
     out.append("  set")
     for flag in p.flags:
         text = p.flag_text(flag)
@@ -116,8 +112,7 @@ def _engine_text(plan: Plan, p: EnginePlan, width: int) -> list[str]:
     out.append("  command")
     out.extend("    " + line for line in p.command.render().splitlines())
     for note in p.notes:
-        if note != short:
-            out.extend(textwrap.wrap(note, width=width, initial_indent="  note: ", subsequent_indent="        "))
+        out.extend(textwrap.wrap(note, width=width, initial_indent="  note: ", subsequent_indent="        "))
     return out
 
 
