@@ -109,17 +109,16 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
         # Experts are sharded within a pipeline stage (vLLM: EP = TP × DP; SGLang --ep-size ≤ --tp-size).
         return Parallelism(n, 1, pp, n if moe and n > 1 else 1, count // (n * pp))
 
-    cap = evaluate
     def holds_one(par: Parallelism, kv: str) -> bool:
-        found = cap(par, kv)
+        found = evaluate(par, kv)
         return found is not None and found.users_per_group >= 1
 
     valid = [n for n in sizes if _tp_ok(card, n)] or [1]
     n_min = next((n for n in valid if holds_one(tp_form(n), kv0)), None)
     if n_min is None:
-        return _pipeline_or_nothing(card, count, valid, kv0, tp_form, cap, holds_one, reasons, demand)
-    first = cap(tp_form(n_min), kv0)
-    assert first is not None
+        return _pipeline_or_nothing(card, count, valid, kv0, tp_form, evaluate, holds_one, reasons, demand)
+    first = evaluate(tp_form(n_min), kv0)
+    assert first is not None  # holds_one saw it
     reasons.append(f"the weights fit from TP{n_min}: {format_bytes(first.fit.weights_per_gpu_bytes or 0)} per GPU "
                    f"of {format_bytes(first.fit.usable_bytes_per_gpu)} usable")
     n0, why = _size_for_latency(card, demand.latency, n_min, valid)
@@ -147,26 +146,25 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
                         yield n, mode, kv
 
     chosen: tuple[Parallelism, Capacity, str] | None = None
-    best: tuple[Parallelism, Capacity, str] | None = None
+    best: tuple[Parallelism, Capacity, str] = (tp_form(n_min), first, kv0)
     for n, mode, kv in candidates():
         par = form(n, mode)
-        found = cap(par, kv)
+        found = evaluate(par, kv)
         if found is None or found.users_per_group < 1:
             continue
-        if best is None or found.users_total > best[1].users_total:
+        if found.users_total > best[1].users_total:
             best = (par, found, kv)
         if demand.users is None or found.users_total >= demand.users:
             chosen = (par, found, kv)
             break
     if chosen is None:
-        assert best is not None  # n0 holds one sequence by construction
         chosen = best
         reasons.append(f"no layout of {count} GPUs holds {demand.users} requests of {format_tokens(demand.context)}: "
                        f"the largest capacity is {best[1].users_total} ({best[0].label()})")
     par, found, kv = chosen
-    reasons += _escalation_reasons(card, demand, n0, mode0, kv0, par, found, kv, form, cap)
+    reasons += _escalation_reasons(card, demand, n0, mode0, kv0, par, found, kv, form, evaluate)
     if par.dp_attention and mode0 == DP:
-        tp = cap(form(par.instance_gpus, TP), kv)
+        tp = evaluate(form(par.instance_gpus, TP), kv)
         if tp is not None:
             reasons.append(f"for comparison, TP{par.instance_gpus} + EP{par.ep} holds {tp.users_total} requests of "
                            f"{format_tokens(demand.context)} (every rank stores every request's KV); DP attention "

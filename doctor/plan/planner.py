@@ -179,7 +179,9 @@ def _decide(engine: str, card: ModelCard, gpu: GpuSpec, count: int, demand: Dema
         return sizer.evaluate(engine, kv_dtype, par.layout, fraction=fraction, context=demand.context,
                               replicas=par.replicas)
 
-    return choose(card, gpu.gpu, count, demand, kv.options, evaluate)
+    # Only dtypes this engine has a layout for (the model's own always: unsupported engines never get here).
+    options = tuple(o for o in kv.options if sizer.model(engine, o) is not None) or ("auto",)
+    return choose(card, gpu.gpu, count, demand, options, evaluate)
 
 
 def _rows(engine: str, catalog: Catalog, gpu: GpuSpec, sizer: Sizer, par: Parallelism, fraction: float,
