@@ -63,6 +63,15 @@ def test_parsers_missing_from_an_old_release_become_a_note() -> None:
     assert any("glm47" in n and "upgrade" in n for n in vllm.notes)
 
 
+def test_a_parser_that_handles_the_family_only_later_is_not_set() -> None:
+    # vLLM registers `qwen3` long before 0.17.0, but it separates Qwen3.5's reasoning only from 0.17.0
+    # (docs/families.md, †): on 0.13.0 the plan says to upgrade instead of setting a parser that leaks.
+    old = plan_for("Qwen__Qwen3.5-27B.json", "H100", engines=("vllm",), engine_version="0.13.0").engines["vllm"]
+    new = plan_for("Qwen__Qwen3.5-27B.json", "H100", engines=("vllm",), engine_version="0.17.0").engines["vllm"]
+    assert "--reasoning-parser" not in old.argv and any("0.17.0" in n and "upgrade" in n for n in old.notes)
+    assert new.argv[new.argv.index("--reasoning-parser") + 1] == "qwen3"
+
+
 @requires_shared
 @pytest.mark.parametrize("gpu", SETUPS)
 def test_every_runnable_plan_lints_clean(gpu: str) -> None:

@@ -205,7 +205,7 @@ def _parser_flags(engine: str, catalog: Catalog, family: Family | None, notes: l
     if family is None:
         notes.append("no model family matched (doctor/engines/families.yaml): no tool-call or reasoning parser set")
         return []
-    from doctor.engines.families import expected_facts
+    from doctor.engines.families import expected_facts, version_at_least
 
     expect = expected_facts(family, engine, catalog.version)
     out: list[FlagChoice] = []
@@ -218,10 +218,11 @@ def _parser_flags(engine: str, catalog: Catalog, family: Family | None, notes: l
             if why:
                 notes.append(f"no {what} parser for {family.id} on {engine}: {why}")
             continue
-        if name not in registry:
-            since = expect.get(f"expect.{job}_since")
+        since = expect.get(f"expect.{job}_since")
+        if name not in registry or (since and not version_at_least(catalog.version, since)):
+            # Not registered yet, or registered but handling this family only from `since` (families.yaml).
             notes.append(f"{family.id} needs --{dest.replace('_', '-')} {name}, which {engine} {catalog.version} "
-                         f"does not register" + (f" (from {since}): upgrade" if since else ""))
+                         f"does not handle for it" + (f" (from {since}): upgrade" if since else ""))
             continue
         out.append(FlagChoice(dest, name, f"{family.id} {what} parser on {engine} (doctor/engines/families.yaml); "
                               f"without it {'tool calls stay text' if job == 'tool_parser' else 'thinking lands in the answer'}"))

@@ -202,7 +202,7 @@ def _rows(engine: str, catalog: Catalog, gpu: GpuSpec, sizer: Sizer, par: Parall
 def seed_method(plan: Plan, engine_plan: EnginePlan) -> dict[str, Any] | None:
     """The seed's arithmetic for GQA/MHA under TP, at the chosen KV dtype, for comparison (docs/plan.md)."""
     par = engine_plan.decision.parallelism
-    if plan.card.full_attention not in ("gqa", "mha", "mqa") or par.dp_attention or par.pp > 1:
+    if plan.card.attention not in ("gqa", "mha", "mqa") or par.dp_attention or par.pp > 1:
         return None
     cap = engine_plan.capacity
     users = seed_method_users(par.instance_gpus, plan.gpu.gpu.memory_bytes, plan.weights.total_bytes,
