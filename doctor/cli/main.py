@@ -17,6 +17,7 @@ from doctor import __version__
 #: name -> "module:attribute"; the order here is the order `--help` lists them.
 COMMANDS: dict[str, str] = {
     "inspect": "doctor.cli.inspect_cmd:inspect",
+    "plan": "doctor.cli.plan_cmd:plan",
     "lint": "doctor.cli.lint_cmd:lint",
     "check": "doctor.cli.check_cmd:check",
     "snapshot": "doctor.cli.check_cmd:snapshot",
