@@ -172,6 +172,13 @@ def derive_fit(facts: Facts) -> None:
 
 
 def _derive_context(facts: Facts) -> None:
+    # The longest request the engine must be able to hold: --max-model-len, else the model's own maximum (both
+    # engines default to it). vLLM refuses to start when not even one such request fits the KV pool.
+    limit = facts.fact("launch.max_model_len")
+    if limit is None or not isinstance(limit.value, int):
+        limit = facts.fact("model.max_context")
+    if limit is not None and isinstance(limit.value, int):
+        facts.set("fit.max_model_len", limit.value, limit.source)
     context = facts.fact("workload.context") or facts.fact("launch.max_model_len")
     if context is None or not isinstance(context.value, int):
         return
@@ -181,3 +188,6 @@ def _derive_context(facts: Facts) -> None:
         state = facts.get("model.state_bytes_per_sequence") or 0
         facts.set("fit.kv_bytes_per_sequence", int(per_token * context.value + state),
                   "derived: kv_bytes_per_token × context + state_bytes_per_sequence")
+    tokens = facts.get("fit.kv_tokens")
+    if isinstance(tokens, int) and context.value > 0:
+        facts.set("fit.users_fit", tokens // context.value, "derived: fit.kv_tokens ÷ fit.context")

@@ -73,10 +73,11 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
     return command, launch_facts(command)
 
 
-def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None,
+def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
                     raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
     """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
-    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype.
+    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
+    or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
     """
     from doctor.model.architecture import analyze
     from doctor.model.config import LoadedConfig, load_config
@@ -91,6 +92,8 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
             kv_dtype = normalize_kv_dtype(kv_cache_dtype)
         except InputError:  # an engine spelling inspect does not know: size at the checkpoint dtype
             kv_dtype = "auto"
+    elif "dsa" in (card.attention, card.full_attention) and engine and gpu_sm is not None:
+        kv_dtype = _dsa_auto_kv(engine, gpu_sm)
     try:
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
@@ -98,6 +101,29 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     if loaded.path is not None:
         facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
     return card, facts
+
+
+def _dsa_auto_kv(engine: str, sm: int) -> str:
+    """What `--kv-cache-dtype auto` becomes for a DSA model on this engine and GPU (doctor/plan/rules.yaml)."""
+    from doctor.plan.rules import rules
+
+    auto = rules()["dsa_auto_kv"].get(engine)
+    if not auto:
+        return "auto"
+    return auto["at_or_above"] if sm >= auto.get("min_sm", 10**6) else auto["below"]
+
+
+def online_fp8_facts(card: Any, facts: Facts) -> Facts:
+    """`--quantization fp8` on a 16-bit checkpoint: the engine quantizes while loading, so the GPUs hold FP8."""
+    out = Facts()
+    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8":
+        return out
+    from doctor.plan.weights import plan_weights
+
+    weights = plan_weights(card, "fp8", model_path=None)
+    out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
+    out.set("model.expert_weight_bytes", weights.expert_bytes, f"{weights.source} (--quantization fp8)")
+    return out
 
 
 def generation_defaults(path: Path) -> Facts:
@@ -264,12 +290,19 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 
+    if inputs.nvidia_smi:
+        facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
+    if inputs.gpu:
+        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
+
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:
         try:
             gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
-                                                   engine=facts.get("launch.engine"), raw=inputs.config_json)
+                                                   engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
+                                                   raw=inputs.config_json)
             facts.update(model, overwrite=False)
+            facts.update(online_fp8_facts(gathered.card, facts))
             _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error
@@ -279,10 +312,6 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)
 
-    if inputs.nvidia_smi:
-        facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
-    if inputs.gpu:
-        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
     if "gpu.name" not in facts and not facts.unknown_reason("gpu"):
         facts.error("gpu", "no GPU given")
     facts.update(workload_facts(inputs.workload), overwrite=False)

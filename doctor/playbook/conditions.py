@@ -80,6 +80,7 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
         empty = value is None or (hasattr(value, "__len__") and len(value) == 0)
         return _result(empty if op == "empty" else not empty, key, fact, f"is {op}")
 
+    ref = None
     if "ref" in cond:
         ref = facts.fact(cond["ref"])
         if ref is None:
@@ -90,7 +91,10 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
     ok = _compare(op, value, expected)
     if ok is None:
         return Outcome(False)
-    return _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+    outcome = _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+    if ok and ref is not None:  # the fact compared against is evidence too, with its own source
+        outcome.support.append(Evidence(ref.key, ref.value, ref.source, f"(compared with {key})", ref.observed))
+    return outcome
 
 
 _OP_WORDS = {
