@@ -32,7 +32,6 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 def derive_all(facts: Facts) -> Facts:
     derive_kernel_support(facts)
-    derive_layout(facts)
     derive_fit(facts)
     derive_quantization_match(facts)
     derive_hybrid_block_size(facts)
@@ -71,21 +70,16 @@ def derive_kernel_support(facts: Facts) -> None:
         facts.set(f"gpu.{kernel}", available, f"doctor/hardware/kernels.yaml: {kernel} for sm_{gpu.sm} on {where}")
 
 
-def derive_layout(facts: Facts) -> None:
-    """launch.ep: the effective expert-parallel size when EP is on and the flag left it implicit."""
-    if facts.get("launch.expert_parallel") and facts.get("launch.ep") in (None, 1):
-        tp = int(facts.get("launch.tp") or 1)
-        dp = int(facts.get("launch.dp") or 1)
-        # vLLM: EP size = TP × DP; SGLang --ep-size defaults to TP when EP is on (DP attention lives inside TP).
-        size = tp * dp if facts.get("launch.engine") == "vllm" else tp
-        facts.set("launch.ep", size, "derived: EP spans TP×DP (vLLM) / TP (SGLang)")
-
-
 def derive_quantization_match(facts: Facts) -> None:
     if "launch.quantization" not in facts or "model.quantization" not in facts:
         return
     given = facts.get("launch.quantization")
     if given is None:
+        facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
+        return
+    if facts.get("model.same_checkpoint") is False:
+        facts.error("launch.quantization_matches", f"the config ({facts.get('model.name')}) is not the served "
+                    f"checkpoint's ({facts.get('launch.model') or facts.get('server.model_path')})")
         return
     checkpoint = facts.get("model.quantization")
     loaders = QUANTIZATION_LOADERS.get(checkpoint)

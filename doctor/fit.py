@@ -14,7 +14,6 @@ launch.*, workload.*), so that `plan`, `lint` and `check` share one calculation:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from doctor.facts import Facts
@@ -45,7 +44,11 @@ def layout_from_facts(facts: Facts) -> Layout | None:
         return None
     dp_attention = bool(facts.get("launch.dp_attention"))
     if engine == "sglang" and dp_attention:
-        # SGLang: --tp-size is the whole instance; --dp-size splits attention inside it.
+        # SGLang: --tp-size is the whole instance; --dp-size (with --enable-dp-attention) or, from 0.5.23,
+        # --attn-dp-size splits attention inside it (sglang 0.5.23 srt/server_args.py:418 deprecates the pair).
+        attn_dp = facts.get("launch.flags.attn_dp_size")
+        if isinstance(attn_dp, int) and attn_dp > 1:
+            dp = attn_dp
         gpus, attn_tp, groups = tp * pp, max(1, tp // dp), dp
     else:
         # vLLM (-dp D -tp T: D engine ranks of T GPUs) and SGLang without DP attention (D replicas of T GPUs).
@@ -82,6 +85,62 @@ def weights_per_gpu(facts: Facts, layout: Layout) -> float | None:
     return total / (layout.attn_tp * layout.pp)
 
 
+@dataclass(frozen=True)
+class LayoutFit:
+    """One layout's memory arithmetic on one GPU model: what `derive_fit` writes as facts and `plan` compares.
+
+    ``weights_per_gpu_bytes`` / ``kv_bytes_per_token_per_gpu`` are None when the model facts do not give them.
+    """
+
+    layout: Layout
+    fraction: float
+    usable_bytes_per_gpu: float
+    weights_per_gpu_bytes: float | None
+    kv_bytes_per_token_per_gpu: float | None
+
+    @property
+    def weights_fit(self) -> bool | None:
+        return None if self.weights_per_gpu_bytes is None else self.weights_per_gpu_bytes < self.usable_bytes_per_gpu
+
+    @property
+    def kv_budget_per_gpu_bytes(self) -> float | None:
+        return None if self.weights_per_gpu_bytes is None else max(0.0, self.usable_bytes_per_gpu -
+                                                                   self.weights_per_gpu_bytes)
+
+    @property
+    def kv_tokens_per_group(self) -> int | None:
+        """Every GPU of an attention group holds its share of the same tokens: the group's capacity is one
+        GPU's budget over one GPU's bytes per token."""
+        budget = self.kv_budget_per_gpu_bytes
+        if budget is None or not self.kv_bytes_per_token_per_gpu:
+            return None
+        return int(budget / self.kv_bytes_per_token_per_gpu)
+
+    def sequences_per_group(self, bytes_per_sequence: float, kv_bytes_per_token: float) -> int | None:
+        """Sequences of ``bytes_per_sequence`` (KV + state of one request, whole model, one copy) a group holds.
+
+        Each GPU stores the same share of a sequence as of a token (the head split of
+        ``kv_bytes_per_token_per_gpu``), so one GPU's budget over its share of the sequence is the answer.
+        """
+        budget = self.kv_budget_per_gpu_bytes
+        if budget is None or not self.kv_bytes_per_token_per_gpu or bytes_per_sequence <= 0 or kv_bytes_per_token <= 0:
+            return None
+        share = self.kv_bytes_per_token_per_gpu / kv_bytes_per_token
+        return int(budget // (bytes_per_sequence * share))
+
+
+def mem_fraction(facts: Facts) -> float:
+    """The memory fraction the launch gives, else the engine's usual default (DEFAULT_MEM_FRACTION)."""
+    engine = facts.get("launch.engine") or "vllm"
+    return facts.get("launch.mem_fraction") or DEFAULT_MEM_FRACTION.get(engine, 0.9)
+
+
+def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float) -> LayoutFit:
+    """The arithmetic for ``layout`` on GPUs of ``memory`` bytes at ``fraction``, from the model facts."""
+    return LayoutFit(layout, fraction, memory * fraction, weights_per_gpu(facts, layout),
+                     kv_bytes_per_token_per_gpu(facts, layout))
+
+
 def derive_fit(facts: Facts) -> None:
     """Write the fit.* facts that the trees and `plan` read; silently skip what the inputs do not allow."""
     layout = layout_from_facts(facts)
@@ -89,25 +148,20 @@ def derive_fit(facts: Facts) -> None:
     if layout is None or not isinstance(memory, (int, float)):
         _derive_context(facts)
         return
-    engine = facts.get("launch.engine") or "vllm"
-    fraction = facts.get("launch.mem_fraction") or DEFAULT_MEM_FRACTION.get(engine, 0.9)
+    fraction = mem_fraction(facts)
+    result = fit_layout(facts, layout, memory, fraction)
     src = "derived: fit (docs/facts.md)"
     facts.set("fit.shards", layout.attn_tp * layout.pp, src)
     facts.set("fit.gpus", layout.gpus, src)
-    usable = memory * fraction
-    facts.set("fit.usable_bytes_per_gpu", int(usable), f"derived: gpu.memory_bytes × {fraction}")
+    facts.set("fit.usable_bytes_per_gpu", int(result.usable_bytes_per_gpu), f"derived: gpu.memory_bytes × {fraction}")
     facts.set("fit.kv_bytes_per_gpu_per_5pct", int(memory * 0.05), "derived: 5% of gpu.memory_bytes")
-    weights = weights_per_gpu(facts, layout)
-    if weights is not None:
-        facts.set("fit.weights_per_gpu_bytes", int(weights), "derived: model.weight_bytes / shards")
-        facts.set("fit.weights_fit", weights < usable, "derived: weights_per_gpu < usable_bytes_per_gpu")
-        budget = max(0.0, usable - weights)
-        facts.set("fit.kv_budget_per_gpu_bytes", int(budget), "derived: usable − weights per GPU")
-        per_gpu_token = kv_bytes_per_token_per_gpu(facts, layout)
-        if per_gpu_token:
-            # Every GPU of an attention group holds its share of the same tokens: the group's capacity is one
-            # GPU's budget over one GPU's bytes per token.
-            group_tokens = int(budget / per_gpu_token)
+    if result.weights_per_gpu_bytes is not None:
+        facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
+        facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
+        facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
+                  "derived: usable − weights per GPU")
+        group_tokens = result.kv_tokens_per_group
+        if group_tokens is not None:
             facts.set("fit.kv_tokens_per_group", group_tokens, "derived: kv budget / per-GPU bytes per token")
             facts.set("fit.kv_tokens", group_tokens * layout.kv_groups, "derived: per group × KV groups")
     routed = facts.get("model.moe.experts")
@@ -118,6 +172,13 @@ def derive_fit(facts: Facts) -> None:
 
 
 def _derive_context(facts: Facts) -> None:
+    # The longest request the engine must be able to hold: --max-model-len, else the model's own maximum (both
+    # engines default to it). vLLM refuses to start when not even one such request fits the KV pool.
+    limit = facts.fact("launch.max_model_len")
+    if limit is None or not isinstance(limit.value, int):
+        limit = facts.fact("model.max_context")
+    if limit is not None and isinstance(limit.value, int):
+        facts.set("fit.max_model_len", limit.value, limit.source)
     context = facts.fact("workload.context") or facts.fact("launch.max_model_len")
     if context is None or not isinstance(context.value, int):
         return
@@ -127,11 +188,6 @@ def _derive_context(facts: Facts) -> None:
         state = facts.get("model.state_bytes_per_sequence") or 0
         facts.set("fit.kv_bytes_per_sequence", int(per_token * context.value + state),
                   "derived: kv_bytes_per_token × context + state_bytes_per_sequence")
-
-
-def users_at(tokens: int, context: int, state_bytes: int = 0, per_token_bytes: float = 0) -> int:
-    """Concurrent sequences of ``context`` tokens that fit in ``tokens`` KV tokens (state counted as tokens)."""
-    if context <= 0:
-        return 0
-    state_tokens = math.ceil(state_bytes / per_token_bytes) if state_bytes and per_token_bytes else 0
-    return max(0, tokens // (context + state_tokens))
+    tokens = facts.get("fit.kv_tokens")
+    if isinstance(tokens, int) and context.value > 0:
+        facts.set("fit.users_fit", tokens // context.value, "derived: fit.kv_tokens ÷ fit.context")

@@ -17,6 +17,10 @@ from doctor import __version__
 #: name -> "module:attribute"; the order here is the order `--help` lists them.
 COMMANDS: dict[str, str] = {
     "inspect": "doctor.cli.inspect_cmd:inspect",
+    "plan": "doctor.cli.plan_cmd:plan",
+    "lint": "doctor.cli.lint_cmd:lint",
+    "check": "doctor.cli.check_cmd:check",
+    "snapshot": "doctor.cli.check_cmd:snapshot",
     "playbook": "doctor.cli.playbook_cmd:playbook",
     "report": "doctor.cli.report_cmd:report",
     "rules": "doctor.cli.rules_cmd:rules",
@@ -88,8 +92,9 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
         if os.environ.get("LLMDOCTOR_DEBUG"):
             raise
+        detail = " ".join(str(exc).split())
         click.echo(
-            f"llmdoctor: internal error: {type(exc).__name__}: {exc} "
+            f"llmdoctor: internal error: {type(exc).__name__}: {detail} "
             "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
             err=True,
         )

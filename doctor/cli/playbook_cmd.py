@@ -8,12 +8,8 @@ from typing import Any
 import click
 
 from doctor.cli.common import emit
+from doctor.cli.options import playbooks_option
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
-
-PLAYBOOKS_OPTION = click.option(
-    "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
-    help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes.yaml.",
-)
 
 
 @click.group("playbook")
@@ -33,7 +29,7 @@ def playbook() -> None:
 
 
 @playbook.command("list")
-@PLAYBOOKS_OPTION
+@playbooks_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
     """List the symptoms (playbooks) and the causes each can reach."""
@@ -60,7 +56,7 @@ def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
 
 @playbook.command("show")
 @click.argument("ident")
-@PLAYBOOKS_OPTION
+@playbooks_option
 def show_cmd(ident: str, playbook_dirs: tuple[str, ...]) -> int:
     """Show one playbook's tree (by symptom id or alias), one cause, or `traps`."""
     from doctor.playbook.loader import load_playbooks
@@ -113,7 +109,7 @@ def validate_cmd(dirs: tuple[str, ...]) -> int:
 
 
 @playbook.command("docs")
-@PLAYBOOKS_OPTION
+@playbooks_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None) -> int:
     """Generate the causes reference (docs/causes.md) from the playbooks."""

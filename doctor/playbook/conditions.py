@@ -72,12 +72,15 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
         is_set = value is not None and value is not False
         return _result(is_set if op == "set" else not is_set, key, fact, "is set" if op == "set" else "is not set")
     if op in ("is_true", "is_false"):
-        # Named is_true/is_false, not true/false: YAML would read a bare `true` as a boolean.
-        return _result(bool(value) is (op == "is_true"), key, fact, op.replace("_", " "))
+        # Named is_true/is_false, not true/false: YAML would read a bare `true` as a boolean. A null value is
+        # neither: "unset" is its own test, so `is_false` on null never fires a "flag is off" branch.
+        truth = None if value is None else bool(value)
+        return _result(truth is (op == "is_true"), key, fact, op.replace("_", " "))
     if op in ("empty", "nonempty"):
         empty = value is None or (hasattr(value, "__len__") and len(value) == 0)
         return _result(empty if op == "empty" else not empty, key, fact, f"is {op}")
 
+    ref = None
     if "ref" in cond:
         ref = facts.fact(cond["ref"])
         if ref is None:
@@ -88,7 +91,10 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
     ok = _compare(op, value, expected)
     if ok is None:
         return Outcome(False)
-    return _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+    outcome = _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+    if ok and ref is not None:  # the fact compared against is evidence too, with its own source
+        outcome.support.append(Evidence(ref.key, ref.value, ref.source, f"(compared with {key})", ref.observed))
+    return outcome
 
 
 _OP_WORDS = {

@@ -26,8 +26,10 @@ from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.template import render
 
-#: How to learn an unknown fact, by namespace: what the user can add to the command line.
+#: How to learn an unknown fact, by key or namespace: what the user can add to the command line.
 HINTS = {
+    "launch.version": "pass --engine-version V (or run an image whose tag names the version)",
+    "launch.quantization_matches": "pass --config of the served checkpoint (its config.json has the quantization)",
     "model": "pass --config PATH|REPO (the model's config.json)",
     "expect": "pass --config PATH|REPO so the model family (and its parsers) is known",
     "launch": "pass --command '<the launch command>' or --endpoint of the running server",
@@ -36,6 +38,7 @@ HINTS = {
     "metrics": "pass --endpoint of a server with /metrics (SGLang needs --enable-metrics) or --metrics FILE",
     "server": "pass --endpoint or --server-info FILE",
     "capacity": "pass --endpoint (measured KV capacity) with --config and --gpu",
+    "fit": "pass --config and --gpu (and --context N for the tokens per request)",
     "workload": "describe the workload: --context N, --users N, --reproducible",
     "active": "re-run with --active (sends a few small requests to the server)",
     "process": "run on the server's host, or pass --pid",
@@ -58,8 +61,13 @@ class Diagnosis:
         }
 
 
-def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = None) -> Diagnosis:
-    """Run the named symptoms' trees, or every tree whose ``applies_when`` holds (unknown counts as no)."""
+def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = None, *,
+             unreachable: Iterable[str] = ()) -> Diagnosis:
+    """Run the named symptoms' trees, or every tree whose ``applies_when`` holds (unknown counts as no).
+
+    ``unreachable`` names fact namespaces or keys this command cannot gather at all (``lint`` has no server,
+    so no ``metrics`` or ``active`` facts): branches unknown only for want of those are not listed as unchecked.
+    """
     diagnosis = Diagnosis()
     reported = [_require(pbset, s) for s in symptoms or ()]
     # What the user reports is a fact too: "the flags are right, look elsewhere" branches only make sense
@@ -76,8 +84,10 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
         diagnosis.ran.append(playbook.symptom)
         _walk(playbook.tree, facts, playbook, pbset, [], found, unchecked)
     diagnosis.findings = sorted(found.values(), key=Finding.sort_key)
-    # A cause already diagnosed elsewhere needs no "could not check" line.
-    diagnosis.unchecked = [u for (_, cause), u in unchecked.items() if cause not in found]
+    # A cause already diagnosed elsewhere needs no "could not check" line, nor one this command cannot check.
+    skip = tuple(unreachable)
+    diagnosis.unchecked = [u for (_, cause), u in unchecked.items()
+                           if cause not in found and not all(_under(k, skip) for k in u.missing)]
     return diagnosis
 
 
@@ -153,8 +163,12 @@ def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node:
     reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
     reason = reasons[0] if reasons else "not gathered"
     hint = node.get("hint") or "; ".join(dict.fromkeys(
-        HINTS.get(k.split(".")[0], "provide the missing input") for k in missing_keys))
+        HINTS.get(k, HINTS.get(k.split(".")[0], "provide the missing input")) for k in missing_keys))
     return Unchecked(symptom, cause, missing_keys, reason, hint)
+
+
+def _under(key: str, prefixes: tuple[str, ...]) -> bool:
+    return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
 def _causes_below(node: dict[str, Any]) -> list[str]:

@@ -6,7 +6,7 @@ filter formats it:
 * ``{key|gib}`` bytes as GiB, ``{key|pct}`` a 0..1 ratio as a percentage, ``{key|join}`` a list joined
   with ", ",
 * ``{key|each:<flag> → <nearest>}`` one line fragment per item of a list of objects, ``<field>`` being
-  the item's field, joined with "; ",
+  the item's field (``<a|b>``: the first of the fields that has a value), joined with "; ",
 * ``{key|or:TEXT}`` the value, or TEXT when the fact is unknown or unset.
 
 An unknown key renders as ``<key?>`` so a template never fails and the gap is visible.
@@ -20,7 +20,7 @@ from typing import Any
 from doctor.facts import Facts
 
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|([a-z]+)(?::([^{}]*))?)?\}")
-_FIELD = re.compile(r"<([A-Za-z0-9_]+)>")
+_FIELD = re.compile(r"<([A-Za-z0-9_|]+)>")
 
 
 def render(template: str, facts: Facts) -> str:
@@ -48,11 +48,20 @@ def _format(value: Any, flt: str | None, arg: str | None) -> str:
         parts = []
         for item in value:
             if isinstance(item, dict):
-                parts.append(_FIELD.sub(lambda f, item=item: _plain(item.get(f.group(1), "")), pattern).strip())
+                parts.append(_FIELD.sub(lambda f, item=item: _first_field(item, f.group(1)), pattern).strip())
             else:
                 parts.append(_plain(item))
         return "; ".join(parts)
     return _plain(value)
+
+
+def _first_field(item: dict[str, Any], names: str) -> str:
+    """``<equivalent|nearest>``: the first of these fields the item has (a non-empty value)."""
+    for name in names.split("|"):
+        value = item.get(name)
+        if value not in (None, "", []):
+            return _plain(value)
+    return ""
 
 
 def _plain(value: Any) -> str:

@@ -121,6 +121,14 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
     return {"url": url, "sample_s": opts.sample_s, "scrapes": scrapes}
 
 
+def raw_from_text(text: str, source: str) -> dict[str, Any]:
+    """A saved scrape (``check --metrics FILE``) as the raw a live fetch records, for the same ``interpret``."""
+    kept, truncated = select_families(text)
+    scrape = {"at_s": 0.0, "status": 200, "content_type": "text/plain", "elapsed_ms": 0.0, "bytes": len(text),
+              "text": _redacted(kept), "truncated": truncated}
+    return {"url": source, "sample_s": 0.0, "scrapes": [scrape]}
+
+
 def _scrape(url: str, opts: ProbeOptions, headers: dict[str, str], start: float) -> dict[str, Any]:
     try:
         response = get(url, timeout_s=opts.timeout_s, headers=headers, max_bytes=opts.max_body_bytes)

@@ -89,6 +89,19 @@ def _exchange(url: str, opts: ProbeOptions, headers: dict[str, str]) -> dict[str
     return record
 
 
+def raw_from_body(text: str, source: str) -> dict[str, Any]:
+    """A saved /server_info (or /get_server_info) body (``check --server-info FILE``) as the raw a live fetch
+    records, so the same ``interpret`` reads it. A body that is not JSON is an error record, as live."""
+    record: dict[str, Any] = {"url": source, "status": 200, "content_type": "application/json", "elapsed_ms": 0.0}
+    try:
+        import json
+
+        record["json"] = redact_obj(json.loads(text))
+    except ValueError as exc:
+        record.update(error=f"{source}: not JSON ({exc})", kind="json", text=redact_text(text[:_TEXT_KEPT]))
+    return {"endpoint": source, "requests": {SERVER_INFO: record}}
+
+
 # -- interpretation (pure) ----------------------------------------------------------------------------
 
 def interpret(raw: dict[str, Any]) -> Facts:

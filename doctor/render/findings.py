@@ -52,11 +52,21 @@ def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, v
         out.append("")
     if unchecked:
         out.append(click.style("Could not check", bold=True))
-        for item in unchecked:
-            line = (f"{item.cause} ({item.symptom}): needs {', '.join(item.missing)} — {item.reason}; "
-                    f"{item.hint}")
+        for causes, missing, reason, hint in group_unchecked(unchecked):
+            line = f"{', '.join(causes)}: needs {', '.join(missing)} — {reason}; {hint}"
             out.extend(textwrap.wrap(line, width=width, initial_indent="  - ", subsequent_indent="    "))
     return "\n".join(out).rstrip() + "\n"
+
+
+def group_unchecked(unchecked: list[Unchecked]) -> list[tuple[list[str], list[str], str, str]]:
+    """One line per missing input (same reason and hint), listing every cause it leaves undecided."""
+    groups: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for item in unchecked:
+        causes, missing = groups.setdefault((item.reason, item.hint), ([], []))
+        if item.cause not in causes:
+            causes.append(item.cause)
+        missing.extend(m for m in item.missing if m not in missing)
+    return [(causes, missing, reason, hint) for (reason, hint), (causes, missing) in groups.items()]
 
 
 def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = ()) -> str:
@@ -89,8 +99,8 @@ def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = ()) 
     if unchecked:
         out.append("#### Could not check")
         out.append("")
-        for item in unchecked:
-            out.append(f"- `{item.cause}` ({item.symptom}): needs {', '.join(f'`{m}`' for m in item.missing)} — "
-                       f"{item.reason}; {item.hint}")
+        for causes, missing, reason, hint in group_unchecked(unchecked):
+            out.append(f"- {', '.join(f'`{c}`' for c in causes)}: needs {', '.join(f'`{m}`' for m in missing)} — "
+                       f"{reason}; {hint}")
         out.append("")
     return "\n".join(out)

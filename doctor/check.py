@@ -1,0 +1,158 @@
+"""`check`: the on-call runbook step. Probe a live server (or replay a snapshot), add what the user handed
+over (command, config, GPU, recorded files), derive, run the playbooks.
+
+Live facts win over offline ones: they were observed just now. Offline inputs fill what the probes could not
+reach (the process on another host, a GPU without NVML, a server without /metrics). The launch command comes,
+in order, from --command, the server's own report, or the process found listening on the port
+(doctor.sources.gather).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from doctor.errors import InputError
+from doctor.facts import Facts
+from doctor.sources import Gathered, OfflineInputs
+
+if TYPE_CHECKING:
+    from doctor.playbook.engine import Diagnosis
+    from doctor.probes.base import ProbeResult, Target
+
+SCHEMA = "llmdoctor.check/1"
+#: Probes whose answer proves an LLM server is there; if none answers, the target could not be examined.
+SERVER_PROBES = ("server", "metrics")
+
+
+@dataclass
+class CheckOptions:
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 2.0
+    sample_s: float = 0.0
+    pid: int | None = None
+    snapshot: str | None = None
+    offline: OfflineInputs = field(default_factory=OfflineInputs)
+    symptoms: tuple[str, ...] = ()
+    playbook_dirs: tuple[str, ...] = ()
+    active: bool = False
+    model: str | None = None
+    #: which passive probes run (None: all); a fleet check runs only the HTTP ones
+    probes: tuple[str, ...] | None = None
+
+
+@dataclass
+class CheckRun:
+    target: Target | None
+    probes: list[ProbeResult]
+    gathered: Gathered
+    diagnosis: Diagnosis
+    elapsed_ms: float
+    snapshot_extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def facts(self) -> Facts:
+        return self.gathered.facts
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the target could not be examined at all (None when it could, or when there is no target)."""
+        return None if self.target is None else unreachable_reason(self.probes)
+
+    def to_dict(self) -> dict[str, Any]:
+        facts = self.facts
+        return {
+            "schema": SCHEMA,
+            "target": self.target.display() if self.target else None,
+            "engine": facts.get("launch.engine") or facts.get("server.engine"),
+            "engine_version": facts.get("launch.version") or facts.get("server.version"),
+            "model": facts.get("server.model") or facts.get("launch.model") or facts.get("model.name"),
+            "elapsed_ms": round(self.elapsed_ms, 1),
+            "probes": [{"name": p.name, "ok": p.ok, "error": p.error, "elapsed_ms": round(p.elapsed_ms, 1)}
+                       for p in self.probes],
+            **facts.to_dict(),
+            **self.diagnosis.to_dict(),
+        }
+
+
+def unreachable_reason(results: list[ProbeResult]) -> str | None:
+    """Why nothing could be examined: every probe that would prove an LLM server failed (None otherwise)."""
+    answers = [p for p in results if p.name in SERVER_PROBES]
+    if answers and not any(p.ok for p in answers):
+        return next((p.error for p in answers if p.error), "no answer")
+    return None
+
+
+def run_check(opts: CheckOptions) -> CheckRun:
+    from doctor.derive import derive_all
+    from doctor.playbook.engine import diagnose
+    from doctor.playbook.loader import load_playbooks
+    from doctor.sources import gather
+
+    started = time.perf_counter()
+    pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
+    target, results, extra = _probe(opts)
+    live = Facts()
+    for result in results:
+        live.update(result.facts)
+    offline = _with_snapshot_inputs(opts.offline, extra)
+    gathered = gather(offline, live=live if results else None)
+    derive_all(gathered.facts)
+    unreachable = () if opts.active else ("active",)
+    diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
+    return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000, extra)
+
+
+def _probe(opts: CheckOptions) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:
+    from doctor.probes.base import ProbeOptions, Target, api_key_from_env
+    from doctor.probes.runner import run_probes
+
+    if opts.snapshot and opts.endpoint:
+        raise InputError("--snapshot replays a recorded run: give it or --endpoint, not both")
+    if opts.snapshot:
+        from doctor.snapshot import read_snapshot, replay, snapshot_target
+
+        snap = read_snapshot(opts.snapshot)
+        return snapshot_target(snap), replay(snap), snap.get("extra", {})
+    if not opts.endpoint:
+        return None, [], {}
+    target = Target.parse(opts.endpoint)
+    api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
+    probe_opts = ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
+    return target, run_probes(target, probe_opts, names=list(opts.probes) if opts.probes else None), {}
+
+
+def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> OfflineInputs:
+    """A snapshot carries the offline inputs it was taken with; the command line overrides them."""
+    recorded = extra.get("inputs") or {}
+    if not recorded:
+        return offline
+    from doctor.sources import Workload
+
+    workload = offline.workload
+    recorded_workload = recorded.get("workload") or {}
+    if workload == Workload() and recorded_workload:
+        workload = Workload(**{k: v for k, v in recorded_workload.items() if k in Workload.__dataclass_fields__})
+    return replace(
+        offline,
+        command=offline.command if offline.command is not None else recorded.get("command"),
+        engine_version=offline.engine_version or recorded.get("engine_version"),
+        config_json=offline.config_json if offline.config else recorded.get("config_json"),
+        config=offline.config or recorded.get("config_name"),
+        gpu=offline.gpu or recorded.get("gpu"),
+        workload=workload,
+    )
+
+
+def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
+    """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
+    from doctor.model.config import load_config
+
+    inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
+                              "gpu": offline.gpu, "workload": vars(offline.workload)}
+    if offline.config:
+        loaded = load_config(offline.config)
+        inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
+    return inputs

@@ -1,0 +1,224 @@
+"""`llmdoctor check` and `llmdoctor snapshot`: the on-call runbook step and its replayable record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.options import playbooks_option, symptom_option, workload_options
+from doctor.errors import EXIT_UNREACHABLE, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CHECK_EPILOG = """\b
+Examples:
+  llmdoctor check --endpoint localhost:30000
+  llmdoctor check --endpoint http://10.0.0.5:8000 --api-key-env VLLM_API_KEY --symptom tools-ignored
+  llmdoctor check --endpoint localhost:8000 --sample 10 --symptom memory-filling-fast
+  llmdoctor check --command "$(cat launch.sh)" --config ~/models/GLM-5.2 --gpu 8xB300 --symptom launch-failure
+  llmdoctor check --metrics scrape.prom --server-info server_info.json --config Qwen/Qwen3-8B
+  llmdoctor check --snapshot incident-4711.json --format markdown
+  llmdoctor check --targets fleet.yaml --timeout 2
+
+\b
+Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
+3 the endpoint could not be examined at all (unreachable, or not an LLM server) — partial results are
+still printed.
+"""
+
+SNAPSHOT_EPILOG = """\b
+Examples:
+  llmdoctor snapshot --endpoint localhost:30000 -o incident.json
+  llmdoctor snapshot --endpoint localhost:8000 --sample 10 --config Qwen/Qwen3-8B --gpu H100:2 -o s.json
+  llmdoctor check --snapshot incident.json
+
+\b
+Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all (nothing is written).
+"""
+
+
+def live_options(f: F) -> F:
+    options = [
+        click.option("--endpoint", metavar="URL|HOST:PORT",
+                     help="The server to examine (http://host:port or host:port)."),
+        click.option("--api-key-env", metavar="NAME",
+                     help="Name of the environment variable that holds the server's API key (never the key "
+                          "itself: a value on the command line is visible to every user of the host)."),
+        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=2.0,
+                     show_default=True, help="Seconds per request; the whole run is bounded by it too."),
+        click.option("--sample", "sample_s", type=click.FloatRange(min=0, max=600), default=0.0, metavar="SECONDS",
+                     help="Scrape /metrics twice, SECONDS apart, for rates (preemptions/s, tokens/s, KV fill "
+                          "rate and time-to-full)."),
+        click.option("--pid", type=click.IntRange(min=1), help="The server process, when it is not the one "
+                                                               "listening on the endpoint's port on this host."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def offline_options(f: F) -> F:
+    options = [
+        click.option("--command", "command_text", metavar="CMD",
+                     help="The launch command (when the server cannot report it, or to check it offline)."),
+        click.option("--command-file", type=click.Path(dir_okay=False, allow_dash=True),
+                     help="Read the launch command from a file ('-' for stdin)."),
+        click.option("--config", metavar="PATH|REPO", help="The model's config.json, directory, HF-cache repo id "
+                                                           "or example:NAME."),
+        click.option("--gpu", metavar="NAME[:COUNT]", help="The GPUs, when NVML cannot be read here (e.g. H200:8)."),
+        click.option("--engine-version", metavar="V", help="Engine version, when neither the server nor an image "
+                                                           "tag says."),
+        click.option("--metrics", "metrics_file", type=click.Path(dir_okay=False),
+                     help="A saved /metrics scrape (offline)."),
+        click.option("--server-info", "server_info_file", type=click.Path(dir_okay=False),
+                     help="A saved /server_info JSON body (offline)."),
+        click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
+                     help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
+             engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
+             nvidia_smi_file: str | None, workload: Any) -> Any:
+    from doctor.sources import OfflineInputs, read_text
+
+    if command_text and command_file:
+        raise InputError("give the launch command with --command or --command-file, not both")
+    if command_file:
+        import sys
+
+        command_text = sys.stdin.read() if command_file == "-" else read_text(command_file, "--command-file")
+    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu,
+                         nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
+                         workload=workload)
+
+
+@click.command("check", epilog=CHECK_EPILOG)
+@live_options
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
+@click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
+              help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
+                   "command, engine_version) and print a fleet table.")
+@offline_options
+@workload_options
+@symptom_option
+@playbooks_option
+@format_option("text", "json", "markdown")
+@fail_on_option
+@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
+def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+          snapshot_file: str | None, targets_file: str | None, command_text: str | None, command_file: str | None, config: str | None,
+          gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
+          nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
+          reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+          fmt: str, fail_on: str, verbose: bool) -> int:
+    """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
+
+    Live: probes the server's /server_info, /version, /v1/models and /metrics, the process listening on its
+    port (command line and environment, secrets redacted) and the GPUs (NVML), concurrently and under the
+    timeout. Offline: any mix of --command, --config, --gpu, --metrics, --server-info, --nvidia-smi — they
+    also fill what live probes could not reach. Then every playbook whose entry conditions hold runs (or only
+    --symptom's), and each finding shows its evidence chain and fix.
+    """
+    from doctor.check import CheckOptions, run_check
+    from doctor.sources import Workload
+
+    if targets_file:
+        if endpoint or snapshot_file:
+            raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
+        return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
+    offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
+                       nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature))
+    if not (endpoint or snapshot_file or any((offline.command, offline.config, offline.gpu, offline.metrics,
+                                              offline.server_info, offline.nvidia_smi))):
+        raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
+                         "and --config (see llmdoctor check --help)")
+    run = run_check(CheckOptions(endpoint=endpoint, api_key_env=api_key_env, timeout_s=timeout_s,
+                                 sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=offline,
+                                 symptoms=symptoms, playbook_dirs=playbook_dirs))
+    _render(run, fmt, verbose)
+    if run.unreachable and not snapshot_file:
+        click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
+        return EXIT_UNREACHABLE
+    return exit_code(run.diagnosis.findings, fail_on)
+
+
+def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+           fmt: str, fail_on: str) -> int:
+    from doctor.fleet import fleet_markdown, fleet_text, load_targets, run_fleet
+
+    fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(fleet.to_dict(), indent=2, default=str))
+    else:
+        emit(fleet_markdown(fleet) if fmt == "markdown" else fleet_text(fleet))
+    if not any(r.reachable for r in fleet.results):
+        click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
+        return EXIT_UNREACHABLE
+    return exit_code(fleet.findings(), fail_on)
+
+
+def _render(run: Any, fmt: str, verbose: bool) -> None:
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(run.to_dict(), indent=2, default=str))
+    elif fmt == "markdown":
+        from doctor.render.check import check_markdown
+
+        emit(check_markdown(run))
+    else:
+        from doctor.render.check import check_text
+
+        emit(check_text(run, verbose=verbose))
+
+
+@click.command("snapshot", epilog=SNAPSHOT_EPILOG)
+@live_options
+@offline_options
+@workload_options
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the snapshot (JSON; written atomically).")
+def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+             command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
+             engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
+             nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
+             reproducible: bool, temperature: float | None, output: str) -> int:
+    """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
+
+    `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
+    report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
+    """
+    from doctor.check import snapshot_inputs, unreachable_reason
+    from doctor.probes.base import ProbeOptions, Target, api_key_from_env
+    from doctor.probes.runner import run_probes
+    from doctor.snapshot import build_snapshot, write_snapshot
+    from doctor.sources import Workload
+
+    if not endpoint:
+        raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
+    if metrics_file or server_info_file or nvidia_smi_file:
+        raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
+    offline = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
+                       Workload(context, users, reproducible, text_only, temperature))
+    inputs = snapshot_inputs(offline)
+    target = Target.parse(endpoint)
+    api_key = api_key_from_env(api_key_env) if api_key_env else None
+    results = run_probes(target, ProbeOptions(timeout_s=timeout_s, api_key=api_key, sample_s=sample_s, pid=pid))
+    error = unreachable_reason(results)
+    if error:
+        click.echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
+        return EXIT_UNREACHABLE
+    write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
+    ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
+    emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")
+    return 0

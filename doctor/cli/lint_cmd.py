@@ -1,0 +1,93 @@
+"""`llmdoctor lint`: explain and check a vLLM or SGLang launch command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.options import playbooks_option, symptom_option, workload_options
+from doctor.errors import InputError
+
+EPILOG = """\b
+Examples:
+  llmdoctor lint "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --dtype fp8"
+  llmdoctor lint --config ~/models/GLM-5.2 --gpu 8xB300 -- python3 -m sglang.launch_server --model-path ...
+  kubectl get deploy llm -o yaml | yq '.spec.template.spec.containers[0].args' | llmdoctor lint --engine-version 0.13.0
+  llmdoctor lint --file launch.sh --format json
+
+\b
+Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unknown GPU,
+unreadable config).
+"""
+
+
+@click.command("lint", epilog=EPILOG)
+@click.argument("command", nargs=-1)
+@click.option("--file", "command_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Read the command from FILE ('-' for stdin): a shell line, a script, a docker run, or a "
+                   "Kubernetes args:/command: list.")
+@click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag, "
+                                                   "else the newest catalog).")
+@click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
+                                                    "example:NAME (default: the command's model, if found locally).")
+@click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
+@workload_options
+@symptom_option
+@playbooks_option
+@format_option("text", "json", "markdown")
+@fail_on_option
+@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact used.")
+def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
+         gpu: str | None, context: int | None, users: int | None, text_only: bool, reproducible: bool,
+         temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
+         fail_on: str, verbose: bool) -> int:
+    """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
+    the engine — for the engine version it runs on and, with --config/--gpu, for this model and GPU.
+
+    The command can be one quoted argument, the words after `--`, a --file, or standard input, in any
+    shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
+    args list, with backslash continuations and env assignments in front. Secrets are redacted.
+    """
+    from doctor.lint import lint as run_lint
+    from doctor.sources import OfflineInputs, Workload
+
+    text = _command_text(command, command_file)
+    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu,
+                           workload=Workload(context, users, reproducible, text_only, temperature))
+    result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(result.to_dict(), indent=2, default=str))
+    elif fmt == "markdown":
+        from doctor.render.lint import lint_markdown
+
+        emit(lint_markdown(result))
+    else:
+        from doctor.render.lint import lint_text
+
+        emit(lint_text(result, verbose=verbose))
+    return exit_code(result.diagnosis.findings, fail_on)
+
+
+def _command_text(words: tuple[str, ...], command_file: str | None) -> str | list[str]:
+    if command_file and words:
+        raise InputError("give the command either as arguments or with --file, not both")
+    if command_file:
+        if command_file == "-":
+            return sys.stdin.read()
+        from doctor.sources import read_text
+
+        return read_text(command_file, "--file")
+    if len(words) == 1:
+        return words[0]
+    if words:
+        return list(words)
+    if not sys.stdin.isatty():
+        text = sys.stdin.read()
+        if text.strip():
+            return text
+    raise InputError("no command to lint: pass it as an argument, after --, with --file, or on stdin "
+                     "(see llmdoctor lint --help)")

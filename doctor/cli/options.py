@@ -1,0 +1,50 @@
+"""Option groups several commands share (workload description, symptoms, user playbooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from doctor.model.units import parse_tokens
+
+    return parse_tokens(value, flag=f"--{param.name}")
+
+
+def workload_options(f: F) -> F:
+    """--context, --users, --text-only, --reproducible, --temperature: what the traffic looks like."""
+    options = [
+        click.option("--context", callback=_tokens, metavar="N",
+                     help="Tokens per request (prompt + output): 32768, 32k, 1M."),
+        click.option("--users", type=click.IntRange(min=1), metavar="N", help="Concurrent requests to serve."),
+        click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models)."),
+        click.option("--reproducible", is_flag=True,
+                     help="Outputs must repeat bit for bit (evaluation pipelines, regression tests)."),
+        click.option("--temperature", type=click.FloatRange(min=0), metavar="T",
+                     help="Sampling temperature the clients send (for nondeterministic-outputs)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def symptom_option(f: F) -> F:
+    return click.option(
+        "--symptom", "symptoms", multiple=True, metavar="ID",
+        help="Only the playbook(s) for this symptom (repeatable; `llmdoctor playbook list` shows them). "
+             "Without it every playbook whose entry conditions hold runs.",
+    )(f)
+
+
+def playbooks_option(f: F) -> F:
+    return click.option(
+        "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
+        help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes.yaml.",
+    )(f)

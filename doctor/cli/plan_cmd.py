@@ -1,0 +1,86 @@
+"""`llmdoctor plan CONFIG --gpu NAME[:COUNT]`: a serving design — fit, concurrency, parallelism, flags, commands,
+and whether it runs on this hardware (docs/plan.md)."""
+
+from __future__ import annotations
+
+import click
+
+from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.options import _tokens  # the --context parser every command shares
+from doctor.errors import EXIT_FINDINGS
+
+EPILOG = """\b
+Examples:
+  llmdoctor plan example:seed-gqa-27b --gpu H200:8 --context 32k --users 100 --weights-dtype fp8
+  llmdoctor plan deepseek-ai/DeepSeek-V3 --gpu 8xH200 --users 100
+  llmdoctor plan ~/models/GLM-5.2 --gpu 8xB300 --weights-dtype nvfp4 --model-path nvidia/GLM-5.2-NVFP4
+  llmdoctor plan ~/models/Qwen3.5-397B-A17B --gpu 8xH200 --rps 5 --text-only --engine vllm --format json
+
+\b
+Exit codes: 0 it runs and no finding at or above --fail-on; 1 findings, or it does not run; 2 bad input
+(unreadable config, unknown GPU, a context beyond the model, --users with --rps).
+"""
+
+# Kept in step with doctor/plan/rules.yaml and doctor/plan/weights.py by tests (no YAML read at start-up).
+LATENCY = ("strict", "balanced", "relaxed")
+WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
+
+
+@click.command("plan", epilog=EPILOG)
+@click.argument("config", metavar="CONFIG")
+@click.option("--gpu", required=True, metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300'.")
+@click.option("--context", callback=_tokens, metavar="N",
+              help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k.")
+@click.option("--users", type=int, metavar="N", help="Concurrent requests to serve.")
+@click.option("--rps", type=float, metavar="N",
+              help="Requests per second instead of --users (turned into concurrency with Little's law).")
+@click.option("--request-seconds", type=float, metavar="S",
+              help="With --rps: how long a request stays in the server (default: an assumed 20 s).")
+@click.option("--latency", type=click.Choice(LATENCY), default=None,
+              help="strict: larger TP; relaxed: smaller TP, more replicas; default balanced (TP2 replicas).")
+@click.option("--engine", "engine", type=click.Choice(("vllm", "sglang", "both")), default="both", show_default=True)
+@click.option("--engine-version", metavar="V", help="Engine version to plan for (with --engine vllm|sglang; "
+                                                    "default: the newest catalog).")
+@click.option("--weights-dtype", type=click.Choice(WEIGHT_DTYPES), default="auto", show_default=True,
+              help="Weights to size for: the checkpoint's own (auto), or fp8 (quantized while loading a 16-bit "
+                   "checkpoint), or another checkpoint's format (name it with --model-path).")
+@click.option("--model-path", metavar="PATH|REPO", help="What the command loads (default: CONFIG's repo or directory).")
+@click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models).")
+@format_option("text", "json", "markdown")
+@fail_on_option
+@click.option("-v", "--verbose", is_flag=True, help="Also show why each finding's cause happens.")
+def plan(config: str, gpu: str, context: int | None, users: int | None, rps: float | None,
+         request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
+         weights_dtype: str, model_path: str | None, text_only: bool, fmt: str, fail_on: str, verbose: bool) -> int:
+    """Derive a serving design for CONFIG on these GPUs: weights and KV per GPU, how many users of the context
+    fit (bf16 / fp8 / nvfp4 KV), TP/EP/DP-attention/replicas with the reasoning, the flags to set and the ones
+    to leave to the engine, and a launch command per engine — checked by the same playbooks as `lint`.
+
+    CONFIG is a config.json, a model directory, a Hugging Face repo id already in the local cache, or
+    example:NAME for a bundled scenario.
+    """
+    from doctor.plan.planner import make_plan
+    from doctor.plan.request import ENGINES, PlanRequest
+
+    engines = ENGINES if engine == "both" else (engine,)
+    request = PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
+                          request_seconds=request_seconds, latency=latency, engines=engines,
+                          engine_version=engine_version, weights_dtype=weights_dtype, model_path=model_path,
+                          text_only=text_only)
+    result = make_plan(request)
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(result.to_dict(), indent=2, default=str))
+    elif fmt == "markdown":
+        from doctor.render.plan import plan_markdown
+
+        emit(plan_markdown(result))
+    else:
+        from doctor.render.plan import plan_text
+
+        emit(plan_text(result, verbose=verbose))
+    rc = exit_code([f for f, _ in result.findings()], fail_on)
+    if result.status == "does-not-run" and fail_on != "never":
+        rc = EXIT_FINDINGS
+    return rc

@@ -1,0 +1,223 @@
+"""``launch.*`` facts from a parsed launch command (docs/facts.md), driven by semantics.yaml.
+
+Every fact carries the place it came from: ``argv --tp-size`` (or ``argv --tp (abbreviation of
+--tp-size)``), ``env VLLM_BATCH_INVARIANT``, ``default of vllm 0.13.0``, ``derived: launch.tp ×
+launch.dp``. The engine-specific → neutral mapping lives in semantics.yaml, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doctor.engines.command import FlagValue, LaunchCommand
+from doctor.engines.semantics import load_semantics
+from doctor.facts import Facts
+
+_PROBLEM_FACTS = {
+    "unknown_flag": "launch.unknown_flags",
+    "other_engine_flag": "launch.other_engine_flags",
+    "invalid_value": "launch.invalid_values",
+    "deprecated_flag": "launch.deprecated_flags",
+    "too_new_flag": "launch.too_new_flags",
+    "abbreviated_flag": "launch.abbreviated_flags",
+    "ambiguous_flag": "launch.ambiguous_flags",
+}
+
+
+def launch_facts(cmd: LaunchCommand) -> Facts:
+    facts = Facts()
+    cat = cmd.catalog
+    label = f"launch command ({cmd.entry})"
+    facts.set("launch.engine", cmd.engine, label)
+    if cmd.version is not None:
+        facts.set("launch.version", cmd.version, cmd.version_source)
+    else:
+        facts.error("launch.version", f"no version given and no image tag: flags read with the newest "
+                                      f"{cmd.engine} catalog ({cat.version})")
+    facts.set("launch.catalog_version", cat.version, cat.note or f"catalog {cat.engine}-{cat.version}.json")
+    facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
+    for dest, fv in cmd.by_dest().items():
+        facts.set(f"launch.flags.{dest}", _merged(cmd, dest, fv), _argv_source(fv))
+    for name, value in cmd.env.items():
+        facts.set(f"launch.env.{name}", value, f"env {name}")
+
+    for key, rule in load_semantics()["facts"].items():
+        cases = rule.get(cmd.engine)
+        if cases is None:
+            continue
+        found = _first(cases, cmd, facts)
+        if found is None:
+            facts.error(key, f"{cmd.engine} {cat.version}: {rule.get('unknown', 'no rule matched')}")
+        else:
+            facts.set(key, found[0], found[1])
+
+    by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in _PROBLEM_FACTS.values()}
+    secret_flags: list[str] = []
+    for problem in cmd.problems:
+        if problem.kind == "secret_flag":
+            if problem.flag not in secret_flags:
+                secret_flags.append(problem.flag)
+        elif problem.kind in _PROBLEM_FACTS:
+            by_kind[_PROBLEM_FACTS[problem.kind]].append({"flag": problem.flag, **problem.detail})
+    for key, items in by_kind.items():
+        facts.set(key, items, f"{label} checked against catalog {cat.engine} {cat.version}")
+    facts.set("launch.secret_flags", secret_flags, label)
+    facts.set("engine.tool_parsers", list(cat.tool_parsers), f"catalog {cat.engine} {cat.version}")
+    facts.set("engine.reasoning_parsers", list(cat.reasoning_parsers), f"catalog {cat.engine} {cat.version}")
+    return facts
+
+
+def _merged(cmd: LaunchCommand, dest: str, last: FlagValue) -> Any:
+    """A JSON flag given as several dotted keys (vLLM ``--eplb-config.x 1 --eplb-config.y 2``) is one dict."""
+    if last.subkey is None:
+        return last.value
+    merged: dict[str, Any] = {}
+    for fv in cmd.flags:
+        if fv.dest == dest and isinstance(fv.value, dict):
+            merged.update(fv.value)
+    return merged
+
+
+def _argv_source(fv: FlagValue) -> str:
+    token = fv.token + (f".{fv.subkey}" if fv.subkey else "")
+    if fv.abbreviated:
+        return f"argv {token} (abbreviation of {fv.option})"
+    return f"argv {token}"
+
+
+def _first(cases: list[dict[str, Any]], cmd: LaunchCommand, facts: Facts) -> tuple[Any, str] | None:
+    for case in cases:
+        evidence = ""
+        if "when" in case:
+            ok, evidence = _condition(case["when"], cmd, facts)
+            if not ok:
+                continue
+        found = _produce(case, cmd, facts)
+        if found is None:
+            continue
+        value, source = found
+        if case.get("invert") and isinstance(value, bool):
+            value = not value
+        if evidence and source.startswith("engine behaviour"):
+            source = f"derived: {evidence}" + (f" ({case['why']})" if case.get("why") else "")
+        elif evidence:
+            source = f"{source} (as {evidence})"
+        return value, source
+    return None
+
+
+def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[Any, str] | None:
+    cat = cmd.catalog
+    by_dest = cmd.by_dest()
+    if "from" in case:
+        dests = case["from"] if isinstance(case["from"], list) else [case["from"]]
+        for dest in dests:
+            if dest in by_dest:
+                return _merged(cmd, dest, by_dest[dest]), _argv_source(by_dest[dest])
+        return None
+    if "json" in case:
+        dest, key = case["json"]
+        if dest in by_dest:
+            value = _merged(cmd, dest, by_dest[dest])
+            if isinstance(value, dict) and key in value:
+                return value[key], f"{_argv_source(by_dest[dest])} [{key}]"
+        return None
+    if "env" in case:
+        name = case["env"]
+        if name not in cmd.env:
+            return None
+        value: Any = cmd.env[name]
+        if case.get("type") == "int":
+            try:
+                value = int(value)
+            except ValueError:
+                return None
+        return value, f"env {name}"
+    if "fact" in case:
+        if case["fact"] not in facts:
+            return None
+        return facts.get(case["fact"]), f"derived: = {case['fact']}"
+    if "product" in case:
+        values = [facts.get(k) for k in case["product"]]
+        if not all(isinstance(v, int) for v in values):
+            return None
+        product = 1
+        for v in values:
+            product *= v
+        return product, "derived: " + " × ".join(case["product"])
+    if "default" in case:
+        spec = cat.flag(case["default"])
+        if spec is None or not spec.default_known or spec.default is None:
+            return None
+        return spec.default, f"default of {cat.engine} {cat.version} ({spec.name})"
+    if "engine_default" in case:
+        entry = cat.defaults.get(case["engine_default"], {})
+        if entry.get("default") is None:
+            return None
+        return entry["default"], f"default of {cat.engine} {cat.version}"
+    if "const" in case:
+        why = case.get("why")
+        return case["const"], (f"engine behaviour: {why}" if why else
+                               f"engine behaviour: {case['const']!r} unless the launch command says otherwise")
+    if case.get("unset"):
+        return None, f"not in the launch command ({cmd.entry})"
+    return None
+
+
+def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[bool, str]:
+    """(holds, evidence text) for a semantics.yaml condition."""
+    if "any" in cond:
+        for sub in cond["any"]:
+            ok, why = _condition(sub, cmd, facts)
+            if ok:
+                return True, why
+        return False, ""
+    if "all" in cond:
+        whys = []
+        for sub in cond["all"]:
+            ok, why = _condition(sub, cmd, facts)
+            if not ok:
+                return False, ""
+            whys.append(why)
+        return True, " and ".join(whys)
+    op = cond.get("op", "set")
+    if "dest" in cond:
+        fv = cmd.by_dest().get(cond["dest"])
+        present, value = fv is not None, (fv.value if fv is not None else None)
+        label = _argv_source(fv) if fv is not None else cond["dest"]
+    elif "fact" in cond:
+        present, value, label = cond["fact"] in facts, facts.get(cond["fact"]), cond["fact"]
+    elif "env" in cond:
+        present, value, label = cond["env"] in cmd.env, cmd.env.get(cond["env"]), f"env {cond['env']}"
+    else:
+        return False, ""
+    if not present:
+        return False, ""
+    ok = _test(op, value, cond.get("value"))
+    return ok, f"{label} = {value!r}" if ok else ""
+
+
+def _test(op: str, value: Any, expected: Any) -> bool:
+    if op == "set":
+        return value is not None
+    if op == "is":
+        return value is expected
+    if op == "eq":
+        return value == expected
+    if op == "ne":
+        return value != expected
+    if op == "gt":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > expected
+    if op == "in":
+        return value in (expected or [])
+    if op == "truthy":
+        return str(value).strip().lower() in ("1", "true", "yes", "on")
+    if op == "all_zero":
+        return _all_zero(value)
+    raise ValueError(f"semantics.yaml: unknown op {op!r}")
+
+
+def _all_zero(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value) and all(_all_zero(v) for v in value.values())
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0

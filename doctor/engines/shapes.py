@@ -1,0 +1,402 @@
+"""Finding the engine launch in whatever people paste, and splitting it into the engine's argv.
+
+Launch commands arrive as a shell line with backslash continuations, CRLF line ends, comments,
+``VAR=1`` prefixes and ``export`` lines; as ``docker run ... vllm/vllm-openai:TAG ...``; as a
+Kubernetes container (``command:``/``args:`` lists, or a whole manifest); or as an argv list. This
+module only locates the launch and tokenises it (``Launch``); ``command.py`` interprets the tokens
+with the engine's catalog. Every way the input can be unusable is one ``InputError`` line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor.engines.catalog import parse_version
+from doctor.errors import InputError
+
+WHERE = "launch command"
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+_WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "stdbuf"}
+_CONTROL = re.compile("[\x01-\x08\x0e-\x1f\ufff0-\uffff]")
+_YAML_HINT = re.compile(r"^\s*(-\s|(command|args|containers|spec|apiVersion|kind|image)\s*:)", re.MULTILINE)
+
+#: python -m modules that start a server, and what they are.
+_MODULES = {
+    "vllm.entrypoints.openai.api_server": ("vllm", "python -m vllm.entrypoints.openai.api_server"),
+    "vllm.entrypoints.api_server": ("vllm", "python -m vllm.entrypoints.api_server"),
+    "sglang.launch_server": ("sglang", "python -m sglang.launch_server"),
+    "sglang_router.launch_server": ("sglang", "python -m sglang_router.launch_server"),
+}
+
+#: docker/podman ``run`` options that take a value (everything else before the image is a switch).
+_DOCKER_VALUE_OPTS = {
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--ipc", "--shm-size",
+    "--network", "--net", "--entrypoint", "-w", "--workdir", "--runtime", "--ulimit", "--mount", "-u", "--user",
+    "--device", "--cpus", "-m", "--memory", "--restart", "-l", "--label", "--platform", "--pull", "--add-host",
+    "--security-opt", "--cap-add", "--cap-drop", "-h", "--hostname", "--log-driver", "--log-opt", "--pid",
+    "--cgroupns", "--memory-swap", "--cpuset-cpus", "--tmpfs", "--dns", "--expose", "--group-add", "--stop-signal",
+    "--health-cmd", "--health-interval", "--label-file", "--volumes-from", "--userns", "--uts", "--cidfile",
+}
+
+
+@dataclass
+class Launch:
+    """One engine launch found in the input."""
+
+    engine: str | None          # None: only flags were given; command.py guesses from them
+    entry: str                  # how it was started ("vllm serve", "docker lmsysorg/sglang:...")
+    argv: list[str]             # the engine's own arguments
+    env: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+    image_version: str | None = None
+    shape: str = "shell"        # shell | docker | kubernetes | argv
+    notes: list[str] = field(default_factory=list)
+
+
+def find_launch(source: str | list[str]) -> Launch:
+    """The engine launch in ``source`` (text as pasted, or an argv list)."""
+    if isinstance(source, (list, tuple)):
+        tokens = [_as_str(t) for t in source]
+        launch = _from_segments([tokens], shape="argv")
+        return launch
+    if not isinstance(source, str):
+        raise InputError(f"{WHERE}: expected text or a list of arguments, got {type(source).__name__}")
+    text = _check_text(source)
+    if _YAML_HINT.search(text) and not _looks_like_shell(text):
+        launch = _from_yaml(text)
+        if launch is not None:
+            return launch
+    return _from_segments(split_shell(text), shape="shell")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text hygiene and shell tokenisation
+# ---------------------------------------------------------------------------------------------
+def _check_text(text: str) -> str:
+    if "\x00" in text:
+        raise InputError(f"{WHERE}: binary data (NUL bytes), not a command")
+    if not text.strip():
+        raise InputError(f"{WHERE}: empty")
+    bad = len(_CONTROL.findall(text))
+    if bad > max(2, len(text) // 50):
+        raise InputError(f"{WHERE}: binary data ({bad} control characters), not a command")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _looks_like_shell(text: str) -> bool:
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")), "")
+    return bool(re.match(r"^(\$\s*)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(vllm|sglang|python\d*(\.\d+)?|docker|podman|"
+                         r"nerdctl|export|sudo|uv|env|CUDA)\b", first))
+
+
+def split_shell(text: str) -> list[list[str]]:
+    """Shell text → commands (lists of words), split the way a POSIX shell would.
+
+    Quotes and backslashes follow POSIX rules; backslash-newline joins lines; ``;``, ``&&``,
+    ``||``, ``|``, ``&`` and unquoted newlines end a command, except that a newline followed by a
+    line starting with ``-`` continues it (a flag whose backslash was lost in pasting); ``#`` starts
+    a comment at the start of a word; markdown fences and ``$`` prompts are dropped.
+    """
+    lines = []
+    for raw in text.split("\n"):
+        stripped = raw.lstrip()
+        if stripped.startswith("```"):
+            continue
+        lines.append(stripped[2:] if stripped.startswith("$ ") else raw)
+    return _tokenise("\n".join(lines))
+
+
+def _tokenise(text: str) -> list[list[str]]:  # noqa: C901 - one state machine
+    segments: list[list[str]] = [[]]
+    word: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+
+    def end_word() -> None:
+        nonlocal word, in_word
+        if in_word:
+            segments[-1].append("".join(word))
+        word, in_word = [], False
+
+    while i < n:
+        c = text[i]
+        if c == "'":
+            j = text.find("'", i + 1)
+            if j < 0:
+                raise InputError(f"{WHERE}: unbalanced ' quote")
+            word.append(text[i + 1:j])
+            in_word, i = True, j + 1
+            continue
+        if c == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    raise InputError(f'{WHERE}: unbalanced " quote')
+                d = text[i]
+                if d == '"':
+                    break
+                if d == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+                    if text[i + 1] != "\n":
+                        word.append(text[i + 1])
+                    i += 2
+                    continue
+                word.append(d)
+                i += 1
+            in_word, i = True, i + 1
+            continue
+        if c == "\\":
+            if i + 1 < n and text[i + 1] != "\n":
+                word.append(text[i + 1])
+                in_word = True
+            i += 2
+            continue
+        if c in " \t":
+            end_word()
+        elif c == "#" and not in_word:
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif c == "\n":
+            end_word()
+            if not text[i + 1:].lstrip(" \t").startswith("-"):
+                segments.append([])
+        elif c in ";&|":
+            end_word()
+            segments.append([])
+            if i + 1 < n and text[i + 1] == c and c in "&|":
+                i += 1
+        else:
+            word.append(c)
+            in_word = True
+        i += 1
+    end_word()
+    return [seg for seg in segments if seg]
+
+
+# ---------------------------------------------------------------------------------------------
+# Locating the launch
+# ---------------------------------------------------------------------------------------------
+def _from_segments(segments: list[list[str]], shape: str) -> Launch:
+    env: dict[str, str] = {}
+    for tokens in segments:
+        tokens, local_env = _strip_env(tokens, env)
+        if not tokens:
+            continue
+        launch = _entry(tokens, shape)
+        if launch is not None:
+            launch.env = {**env, **local_env, **launch.env}
+            return launch
+    flags_only = [t for seg in segments for t in seg]
+    if shape == "argv" or (flags_only and flags_only[0].startswith("-")):
+        # only engine arguments (a k8s args: list, an argv): command.py guesses the engine
+        tokens, local_env = _strip_env(flags_only, env)
+        return Launch(None, "arguments only", tokens, {**env, **local_env}, shape=shape)
+    first = " ".join(segments[0][:3]) if segments else ""
+    raise InputError(f"{WHERE}: no vLLM or SGLang launch found (expected `vllm serve`, "
+                     f"`python -m sglang.launch_server`, `sglang serve`, or a vllm/vllm-openai or "
+                     f"lmsysorg/sglang image; saw {first[:60]!r})")
+
+
+def _strip_env(tokens: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Remove ``export A=1``, ``A=1 cmd``, ``env A=1 cmd`` and wrappers such as sudo/nohup."""
+    local: dict[str, str] = {}
+    i = 0
+    if tokens and tokens[0] == "export":
+        for tok in tokens[1:]:
+            if _ENV_ASSIGN.match(tok):
+                name, _, value = tok.partition("=")
+                env[name] = value
+        return [], local
+    while i < len(tokens):
+        tok = tokens[i]
+        if _ENV_ASSIGN.match(tok):
+            name, _, value = tok.partition("=")
+            local[name] = value
+        elif tok in _WRAPPERS or tok == "env":
+            pass
+        elif tok in ("uv", "pixi", "poetry", "conda") and i + 1 < len(tokens) and tokens[i + 1] == "run":
+            i += 1
+        else:
+            break
+        i += 1
+    return tokens[i:], local
+
+
+def _entry(tokens: list[str], shape: str) -> Launch | None:
+    head = os.path.basename(tokens[0])
+    if head == "vllm" and len(tokens) > 1 and tokens[1] == "serve":
+        return Launch("vllm", "vllm serve", tokens[2:], shape=shape)
+    if head == "sglang" and len(tokens) > 1 and tokens[1] == "serve":
+        return Launch("sglang", "sglang serve", tokens[2:], shape=shape)
+    if _PYTHON.match(head):
+        i = 1
+        while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "-m":
+            i += 1
+        if i + 1 < len(tokens) and tokens[i] == "-m":
+            module = tokens[i + 1]
+            if module in _MODULES:
+                engine, entry = _MODULES[module]
+                return Launch(engine, entry, tokens[i + 2:], shape=shape)
+            if module == "vllm.entrypoints.cli.main" and i + 2 < len(tokens) and tokens[i + 2] == "serve":
+                return Launch("vllm", "vllm serve", tokens[i + 3:], shape=shape)
+        return None
+    if head in ("docker", "podman", "nerdctl") and len(tokens) > 1 and tokens[1] == "run":
+        return _docker(tokens[2:])
+    return None
+
+
+def _docker(tokens: list[str]) -> Launch | None:
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(tokens) and tokens[i].startswith("-"):
+        tok = tokens[i]
+        name, eq, value = tok.partition("=")
+        takes = name in _DOCKER_VALUE_OPTS
+        if takes and not eq:
+            value = tokens[i + 1] if i + 1 < len(tokens) else ""
+            i += 1
+        elif not takes and re.fullmatch(r"-e[A-Za-z_]\w*=.*", tok):  # -eVAR=value
+            name, value = "-e", tok[2:]
+        if name in ("-e", "--env") and value:
+            var, has_value, val = value.partition("=")
+            env[var] = val if has_value else "<from host environment>"
+        i += 1
+    if i >= len(tokens):
+        raise InputError(f"{WHERE}: `docker run` without an image")
+    image, rest = tokens[i], tokens[i + 1:]
+    engine = _engine_of_image(image)
+    version = parse_version(image.rpartition(":")[2]) if ":" in image.rpartition("/")[2] else None
+    entry = f"docker {image}"
+    if rest:
+        inner = _entry(_strip_env(rest, env)[0], "docker") if not rest[0].startswith("-") else None
+        if inner is not None:
+            inner.env = {**env, **inner.env}
+            inner.image, inner.image_version, inner.shape = image, version, "docker"
+            inner.entry = f"{entry} {inner.entry}"
+            if engine is None:
+                return inner
+            if inner.engine != engine:
+                inner.notes.append(f"image {image} looks like {engine} but runs {inner.engine}")
+            return inner
+    if engine is None:
+        return None
+    notes = []
+    if engine == "sglang" and (not rest or rest[0].startswith("-")):
+        notes.append("the lmsysorg/sglang image has no server entrypoint: arguments read as "
+                     "python -m sglang.launch_server's")
+    return Launch(engine, entry, rest, env, image, version, "docker", notes)
+
+
+def _engine_of_image(image: str) -> str | None:
+    repo = image.rpartition(":")[0] if ":" in image.rpartition("/")[2] else image
+    repo = repo.split("@", 1)[0].lower()
+    if "vllm" in repo:
+        return "vllm"
+    if "sglang" in repo:
+        return "sglang"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes YAML
+# ---------------------------------------------------------------------------------------------
+def _from_yaml(text: str) -> Launch | None:
+    import yaml  # lazy: only YAML pastes pay for it
+
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        if re.search(r"^\s*(apiVersion|kind|containers)\s*:", text, re.MULTILINE):
+            raise InputError(f"{WHERE}: invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        return None
+    for doc in docs:
+        if isinstance(doc, list) and all(isinstance(x, (str, int, float)) for x in doc):
+            return _from_segments([[_as_str(x) for x in doc]], shape="kubernetes")
+        for container in _containers(doc):
+            launch = _from_container(container)
+            if launch is not None:
+                return launch
+    return None
+
+
+def _containers(node: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if any(k in node for k in ("command", "args")) or ("image" in node and isinstance(node.get("image"), str)):
+            found.append(node)
+        for value in node.values():
+            found.extend(_containers(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(_containers(value))
+    return found
+
+
+def _from_container(container: dict[str, Any]) -> Launch | None:
+    command = _as_list(container.get("command"))
+    args = _as_list(container.get("args"))
+    env = _container_env(container.get("env"))
+    image = container.get("image") if isinstance(container.get("image"), str) else None
+    tokens = command + args
+    # `sh -c "vllm serve ..."`: the launch is inside the script string
+    if len(tokens) >= 3 and os.path.basename(tokens[0]) in ("sh", "bash", "dash") and tokens[1] in ("-c", "-lc", "-ec"):
+        segments = split_shell(" ".join(tokens[2:]) if len(tokens) > 3 else tokens[2])
+    else:
+        segments = [tokens] if tokens else []
+    launch: Launch | None = None
+    for seg in segments:
+        seg, local = _strip_env(seg, env)
+        if seg:
+            launch = _entry(seg, "kubernetes")
+            if launch is not None:
+                launch.env = {**env, **local, **launch.env}
+                break
+    engine = _engine_of_image(image) if image else None
+    version = parse_version(image.rpartition(":")[2]) if image and ":" in image.rpartition("/")[2] else None
+    if launch is None:
+        if engine is None or not tokens:
+            return None
+        launch = Launch(engine, f"kubernetes {image}", tokens, env, shape="kubernetes")
+    launch.image, launch.image_version = image, version
+    launch.shape = "kubernetes"
+    return launch
+
+
+def _container_env(env: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(env, list):
+        for item in env:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                if "value" in item:
+                    out[item["name"]] = _as_str(item["value"])
+                else:
+                    out[item["name"]] = "<from valueFrom>"
+    return out
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise InputError(f"{WHERE}: cannot split {value[:40]!r}: {exc}") from None
+    if isinstance(value, list):
+        return [_as_str(v) for v in value]
+    raise InputError(f"{WHERE}: command/args: expected a list of strings, got {type(value).__name__}")
+
+
+def _as_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise InputError(f"{WHERE}: argument {value!r}: expected a string")

@@ -1,0 +1,170 @@
+"""`check --targets FILE`: many endpoints at once, each checked like `check --endpoint`, in a bounded pool.
+
+A fleet check must finish in about one timeout even when some servers never answer: targets run
+concurrently (a pool much wider than the usual number of dead hosts), each bounded by its own timeout, and
+only the HTTP probes run (the process and NVML probes describe *this* host, not the targets). Results keep
+facts and findings only, so memory stays flat however many targets there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from doctor.errors import DoctorError, InputError
+
+if TYPE_CHECKING:
+    from doctor.check import CheckRun
+
+SCHEMA = "llmdoctor.fleet/1"
+MAX_TARGETS = 10_000
+MAX_WORKERS = 64
+FLEET_PROBES = ("server", "metrics")
+_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version"}
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    endpoint: str
+    name: str
+    api_key_env: str | None = None
+    gpu: str | None = None
+    config: str | None = None
+    command: str | None = None
+    engine_version: str | None = None
+
+
+@dataclass
+class TargetResult:
+    spec: TargetSpec
+    run: CheckRun | None = None
+    error: str | None = None  # a per-target input problem (bad endpoint, unknown GPU, missing env var)
+
+    @property
+    def reachable(self) -> bool:
+        return self.run is not None and self.run.unreachable is None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.spec.name, "endpoint": self.spec.endpoint, "error": self.error}
+        if self.run is not None:
+            doc = self.run.to_dict()
+            out.update(reachable=self.reachable, unreachable=self.run.unreachable,
+                       **{k: doc[k] for k in ("engine", "engine_version", "model", "elapsed_ms", "probes",
+                                              "findings")})
+        else:
+            out.update(reachable=False, findings=[])
+        return out
+
+
+@dataclass
+class FleetRun:
+    results: list[TargetResult] = field(default_factory=list)
+
+    def findings(self) -> list[Any]:
+        return [f for r in self.results if r.run is not None for f in r.run.diagnosis.findings]
+
+    def to_dict(self) -> dict[str, Any]:
+        reachable = sum(r.reachable for r in self.results)
+        return {"schema": SCHEMA, "summary": {"targets": len(self.results), "reachable": reachable,
+                                              "findings": len(self.findings())},
+                "targets": [r.to_dict() for r in self.results]}
+
+
+def load_targets(path: str) -> list[TargetSpec]:
+    """A YAML or JSON list of endpoints (strings or objects), or ``{targets: [...]}``; errors name file and index."""
+    from doctor.redact import redact_text
+    from doctor.sources import read_text
+    from doctor.yamlsafe import load_yaml
+
+    data, _node = load_yaml(read_text(path, "--targets"), path)
+    items = data.get("targets") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{path}: expected a list of targets (or targets: [...])")
+    if len(items) > MAX_TARGETS:
+        raise InputError(f"{path}: {len(items)} targets is more than {MAX_TARGETS}")
+    specs: list[TargetSpec] = []
+    for index, item in enumerate(items):
+        where = f"{path}: targets[{index}]"
+        if isinstance(item, str):
+            item = {"endpoint": item}
+        if not isinstance(item, dict):
+            raise InputError(f"{where}: expected an endpoint string or an object")
+        unknown = set(item) - _TARGET_KEYS
+        if unknown:
+            raise InputError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                             f"(known: {', '.join(sorted(_TARGET_KEYS))})")
+        if "api_key" in item or "key" in item:
+            raise InputError(f"{where}: put the key in an environment variable and name it with api_key_env")
+        endpoint = item.get("endpoint")
+        if not isinstance(endpoint, str) or not endpoint.strip():
+            raise InputError(f"{where}: endpoint: missing")
+        values = {k: (str(v) if v is not None else None) for k, v in item.items()}
+        specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
+                                   "name": str(item.get("name") or redact_text(endpoint.strip()))}))
+    return specs
+
+
+def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[str, ...] = (),
+              playbook_dirs: tuple[str, ...] = (), workers: int = MAX_WORKERS) -> FleetRun:
+    from doctor.playbook.loader import load_playbooks
+
+    specs = list(specs)
+    load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+        results = list(pool.map(lambda s: _one(s, timeout_s, symptoms, playbook_dirs), specs))
+    return FleetRun(results)
+
+
+def _one(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> TargetResult:
+    from doctor.check import CheckOptions, run_check
+    from doctor.sources import OfflineInputs
+
+    offline = OfflineInputs(command=spec.command, engine_version=spec.engine_version, config=spec.config,
+                            gpu=spec.gpu)
+    try:
+        run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
+                                     offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
+                                     probes=FLEET_PROBES))
+    except DoctorError as exc:
+        return TargetResult(spec, error=str(exc))
+    return TargetResult(spec, run)
+
+
+def fleet_text(fleet: FleetRun) -> str:
+    from doctor.findings import worst_severity
+
+    rows = [("target", "endpoint", "engine", "model", "state", "worst", "findings")]
+    for r in fleet.results:
+        if r.run is None:
+            rows.append((r.spec.name, r.spec.endpoint, "", "", "input error", "", r.error or ""))
+            continue
+        doc = r.run.to_dict()
+        findings = r.run.diagnosis.findings
+        state = "ok" if r.reachable else "unreachable"
+        rows.append((r.spec.name, r.spec.endpoint, f"{doc['engine'] or ''} {doc['engine_version'] or ''}".strip(),
+                     str(doc["model"] or ""), state, worst_severity(findings) or "",
+                     ", ".join(f.id for f in findings) if r.reachable else (r.run.unreachable or "")))
+    widths = [min(40, max(len(row[i]) for row in rows)) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell[:w].ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+             for row in rows]
+    summary = fleet.to_dict()["summary"]
+    lines.append(f"\n{summary['targets']} targets, {summary['reachable']} reachable, "
+                 f"{summary['findings']} findings. Details: llmdoctor check --endpoint ENDPOINT")
+    return "\n".join(lines)
+
+
+
+def fleet_markdown(fleet: FleetRun) -> str:
+    out = ["## llmdoctor fleet check", "", "| target | endpoint | engine | state | findings |", "|---|---|---|---|---|"]
+    for r in fleet.results:
+        if r.run is None:
+            out.append(f"| {r.spec.name} | {r.spec.endpoint} | | input error | {r.error} |")
+            continue
+        doc = r.run.to_dict()
+        state = "ok" if r.reachable else f"unreachable: {r.run.unreachable}"
+        ids = ", ".join(f"`{f.id}` ({f.severity})" for f in r.run.diagnosis.findings) if r.reachable else ""
+        out.append(f"| {r.spec.name} | {r.spec.endpoint} | {doc['engine'] or ''} {doc['engine_version'] or ''} | "
+                   f"{state} | {ids} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,171 @@
+"""Capacity of one layout: weights per GPU, the KV pool, and how many users of the context fit — per engine.
+
+The memory arithmetic is doctor/fit.py's (``fit_layout``), the same that `lint` and `check` run over a launch
+command, so a plan and the lint of its own command cannot disagree. What this module adds is the per-sequence
+view: users = KV budget per GPU ÷ (one sequence's KV + state, at the GPU's share), with sliding/chunked layers
+capped at their window (doctor/model/kvcache.py ``bytes_per_sequence``), the inverse (the longest context N
+users can each have), and the seed's own back-of-the-envelope method, kept for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from doctor.errors import InputError
+from doctor.facts import Facts
+from doctor.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
+from doctor.model.card import ModelCard
+from doctor.model.kvcache import KVLayout, kv_layout
+from doctor.plan.weights import WeightPlan
+
+if TYPE_CHECKING:
+    from doctor.engines.catalog import Catalog
+
+
+def default_fraction(engine: str, catalog: Catalog) -> tuple[float, str]:
+    """The memory fraction the engine uses when the command does not set one, and where that comes from.
+
+    vLLM's is the catalog's static default of --gpu-memory-utilization; SGLang computes its own at start-up,
+    for which doctor/fit.py's typical value stands in (the same value `lint` assumes).
+    """
+    default = (catalog.defaults.get("mem_fraction") or {}).get("default")
+    if isinstance(default, (int, float)) and default > 0:
+        return float(default), f"default of {engine} {catalog.version}"
+    return DEFAULT_MEM_FRACTION[engine], f"typical {engine} start-up value, doctor/fit.py DEFAULT_MEM_FRACTION"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """One engine, one KV dtype, one layout (``groups`` attention groups per instance, ``replicas`` instances)."""
+
+    engine: str
+    kv_dtype: str
+    fit: LayoutFit
+    kv: KVLayout
+    context: int
+    groups: int
+    replicas: int
+    max_context_limit: int | None
+
+    @property
+    def weights_fit(self) -> bool:
+        return bool(self.fit.weights_fit)
+
+    @property
+    def share(self) -> float:
+        """The fraction of a token's (or sequence's) whole-model KV one GPU stores."""
+        return (self.fit.kv_bytes_per_token_per_gpu or 0) / self.kv.bytes_per_token if self.kv.bytes_per_token else 0
+
+    @property
+    def bytes_per_sequence(self) -> int:
+        return self.kv.bytes_per_sequence(self.context)
+
+    @property
+    def users_per_group(self) -> int:
+        if not self.weights_fit:
+            return 0
+        return self.fit.sequences_per_group(self.bytes_per_sequence, self.kv.bytes_per_token) or 0
+
+    @property
+    def users_per_instance(self) -> int:
+        return self.users_per_group * self.groups
+
+    @property
+    def users_total(self) -> int:
+        return self.users_per_instance * self.replicas
+
+    @property
+    def kv_tokens_per_group(self) -> int:
+        return (self.fit.kv_tokens_per_group or 0) if self.weights_fit else 0
+
+    def max_context(self, users: int) -> int:
+        """The longest context each of ``users`` concurrent requests can have (0: not even one token)."""
+        per_group = math.ceil(users / max(1, self.groups * self.replicas))
+        budget = self.fit.kv_budget_per_gpu_bytes or 0
+        share = self.share
+        if not self.weights_fit or share <= 0:
+            return 0
+
+        def fits(context: int) -> bool:
+            return per_group * self.kv.bytes_per_sequence(context) * share <= budget
+
+        high = self.max_context_limit or 1 << 24
+        if fits(high):
+            return high
+        low = 0
+        while high - low > 1:  # bytes_per_sequence grows with the context: bisect
+            mid = (low + high) // 2
+            low, high = (mid, high) if fits(mid) else (low, mid)
+        return low
+
+    def to_dict(self, users: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kv_dtype": self.kv_dtype,
+            "kv_bytes_per_token": self.kv.bytes_per_token,
+            "state_bytes_per_sequence": self.kv.state_bytes_per_sequence,
+            "bytes_per_sequence": self.bytes_per_sequence,
+            "kv_tokens_per_group": self.kv_tokens_per_group,
+            "users_per_group": self.users_per_group,
+            "users_per_replica": self.users_per_instance,
+            "users_total": self.users_total,
+        }
+        if users is not None:
+            out["max_context_for_users"] = self.max_context(users)
+        return out
+
+
+class Sizer:
+    """Model facts per engine and KV dtype (built once), evaluated over candidate layouts."""
+
+    def __init__(self, card: ModelCard, weights: WeightPlan, memory_bytes: int) -> None:
+        self.card = card
+        self.weights = weights
+        self.memory = memory_bytes
+        self._models: dict[tuple[str, str], tuple[Facts, KVLayout] | None] = {}
+        self._errors: dict[tuple[str, str], str] = {}
+
+    def unsupported(self, engine: str) -> str | None:
+        """Why ``engine`` cannot serve this model at all (no KV layout for it at the model's own dtype), else None."""
+        return self._errors.get((engine, "auto")) if self.model(engine, "auto") is None else None
+
+    def model(self, engine: str, kv_dtype: str) -> tuple[Facts, KVLayout] | None:
+        """model.* facts with the planned weights, and the KV layout; None when the engine has no such layout."""
+        key = (engine, kv_dtype)
+        if key not in self._models:
+            from doctor.model.facts import model_facts
+
+            try:
+                facts = model_facts(self.card, kv_dtype=kv_dtype, engine=engine)
+                layout = kv_layout(self.card, kv_dtype, engine)
+            except InputError as exc:
+                self._models[key] = None
+                self._errors[key] = str(exc)
+                return None
+            facts.set("model.weight_bytes", self.weights.total_bytes, self.weights.source)
+            facts.set("model.expert_weight_bytes", self.weights.expert_bytes, self.weights.source)
+            self._models[key] = (facts, layout)
+        return self._models[key]
+
+    def evaluate(self, engine: str, kv_dtype: str, layout: Layout, *, fraction: float, context: int,
+                 replicas: int) -> Capacity | None:
+        found = self.model(engine, kv_dtype)
+        if found is None:
+            return None
+        facts, kv = found
+        result = fit_layout(facts, layout, self.memory, fraction)
+        return Capacity(engine, kv.kv_dtype, result, kv, context, layout.kv_groups, replicas, self.card.max_context)
+
+
+def seed_method_users(gpus: int, memory_bytes: float, weight_bytes: float, kv_bytes_per_token: float,
+                      context: int) -> int:
+    """The seed's worked-example arithmetic: (GPUs × memory − weights) ÷ (KV per token × context).
+
+    No memory fraction, no activation reserve, KV summed over the instance's GPUs (right for GQA under TP up to
+    the KV heads). The seed also rounds one user's KV before dividing (3.1 GB for 3.22 GB): docs/plan.md.
+    """
+    per_user = kv_bytes_per_token * context
+    if per_user <= 0:
+        return 0
+    return max(0, int((gpus * memory_bytes - weight_bytes) // per_user))

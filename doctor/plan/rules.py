@@ -1,0 +1,20 @@
+"""The planner's rules (doctor/plan/rules.yaml), loaded once: thresholds are data, not constants in code."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+RULES_PATH = Path(__file__).with_name("rules.yaml")
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict[str, Any]:
+    import yaml  # lazy: only `plan` reads the rules
+
+    return yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
+
+
+def latency_modes() -> tuple[str, ...]:
+    return tuple(rules()["latency"]["modes"])

@@ -1,0 +1,147 @@
+"""Offline `llmdoctor check` reaches the seed's root causes from a pasted command, a real config and a GPU
+name — and does not chase the false leads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_FIXTURES, requires_shared, run_cli, shared_config
+
+GLM52 = ("python3 -m sglang.launch_server --model nvidia/GLM-5.2-NVFP4 --tensor-parallel-size 8 "
+         "--quantization modelopt_fp4 --tool-call-parser glm47 --reasoning-parser glm45 --trust-remote-code "
+         "--chunked-prefill-size 16384 --mem-fraction-static 0.80")
+QWEN35 = ("vllm serve Qwen/Qwen3.5-397B-A17B-FP8 -dp 8 --enable-expert-parallel --language-model-only "
+          "--reasoning-parser qwen3 --enable-prefix-caching")
+
+
+def _check(*args: str) -> tuple[int, dict]:
+    result = run_cli("check", "--format", "json", *args)
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def _ids(doc: dict) -> set[str]:
+    return {f["id"] for f in doc["findings"]}
+
+
+@requires_shared
+def test_glm52_without_ep_on_b300_is_moe_without_ep() -> None:
+    rc, doc = _check("--command", GLM52, "--config", str(shared_config("zai-org__GLM-5.2.json")), "--gpu", "8xB300",
+                     "--symptom", "memory-filling-fast")
+    assert rc == 1 and "moe-without-ep" in _ids(doc)
+    [finding] = [f for f in doc["findings"] if f["id"] == "moe-without-ep"]
+    assert finding["symptom"] == "memory-filling-fast" and finding["fix"] == "add --ep-size 8"
+
+
+@requires_shared
+def test_glm52_with_forced_fp8_kv_is_dsa_kv_dtype_forced() -> None:
+    _rc, doc = _check("--command", GLM52 + " --kv-cache-dtype fp8_e4m3", "--config",
+                      str(shared_config("zai-org__GLM-5.2.json")), "--gpu", "8xB300", "--symptom", "launch-failure")
+    assert "dsa-kv-dtype-forced" in _ids(doc)
+    # SGLang's spelling `fp8` is not even accepted: both causes
+    _rc, doc = _check("--command", GLM52 + " --kv-cache-dtype fp8", "--config",
+                      str(shared_config("zai-org__GLM-5.2.json")), "--gpu", "8xB300", "--symptom", "launch-failure")
+    assert {"dsa-kv-dtype-forced", "invalid-flag-value"} <= _ids(doc)
+
+
+@requires_shared
+def test_glm5_on_two_rtx_4090_is_dsa_unsupported_gpu() -> None:
+    rc, doc = _check("--config", str(shared_config("zai-org__GLM-5.json")), "--gpu", "2x RTX 4090",
+                     "--symptom", "launch-failure")
+    assert rc == 1
+    [finding] = [f for f in doc["findings"] if f["id"] == "dsa-unsupported-gpu"]
+    assert finding["severity"] == "critical"
+    assert {e["fact"] for e in finding["evidence"]} >= {"model.attention", "gpu.dsa_kernels"}
+    assert "model-does-not-fit" in _ids(doc)  # and 48 GB cannot hold the weights anyway (seed: "Large MoE is out")
+
+
+@requires_shared
+def test_qwen35_prefix_caching_in_an_evaluation_pipeline() -> None:
+    _rc, doc = _check("--command", QWEN35, "--config", str(shared_config("Qwen__Qwen3.5-397B-A17B.json")),
+                      "--gpu", "H200:8", "--reproducible", "--temperature", "0",
+                      "--symptom", "nondeterministic-outputs")
+    [finding] = [f for f in doc["findings"] if f["id"] == "hybrid-prefix-cache-nondeterminism"]
+    assert finding["severity"] == "warning"
+    assert "sampling-nondeterministic" not in _ids(doc)
+
+
+@requires_shared
+def test_false_lead_right_parser_is_not_tool_parser_missing() -> None:
+    command = ("vllm serve Qwen/Qwen3-Coder-480B-A35B-Instruct -tp 8 --enable-expert-parallel "
+               "--enable-auto-tool-choice --tool-call-parser qwen3_coder")
+    _rc, doc = _check("--command", command, "--config", str(shared_config("Qwen__Qwen3-Coder-480B-A35B-Instruct.json")),
+                      "--symptom", "tools-ignored")
+    ids = _ids(doc)
+    assert not ids & {"tool-parser-missing", "tool-parser-wrong", "auto-tool-choice-missing"}
+    assert "model-tool-format-unsupported" in ids  # "the flags are right: look at the model or template"
+
+
+def test_false_lead_blackwell_workstation_has_nvfp4() -> None:
+    _rc, doc = _check("--command", "vllm serve nvidia/Some-Model-NVFP4 --quantization modelopt_fp4",
+                      "--gpu", "RTX PRO 6000", "--symptom", "launch-failure")
+    assert "nvfp4-needs-blackwell" not in _ids(doc)
+    _rc, hopper = _check("--command", "vllm serve nvidia/Some-Model-NVFP4 --quantization modelopt_fp4",
+                         "--gpu", "H100", "--symptom", "launch-failure")
+    assert "nvfp4-needs-blackwell" in _ids(hopper)
+
+
+@requires_shared
+def test_false_lead_dsa_with_nothing_forced() -> None:
+    command = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8 --ep-size 8"
+    _rc, doc = _check("--command", command, "--config", str(shared_config("deepseek-ai__DeepSeek-V3.2.json")),
+                      "--gpu", "H200:8", "--symptom", "launch-failure")
+    assert not _ids(doc) & {"dsa-kv-dtype-forced", "dsa-attention-backend-forced", "dsa-unsupported-gpu"}
+
+
+@requires_shared
+def test_recorded_files_offline() -> None:
+    _rc, doc = _check("--metrics", str(SHARED_FIXTURES / "metrics" / "vllm_1.prom"), "--symptom", "memory-filling-fast")
+    assert "kv-cache-exhausted" in _ids(doc)
+
+
+def test_a_new_symptom_is_one_yaml_file(tmp_path: Path) -> None:
+    """A user adds a symptom without touching Python: a tree reading observed metrics, a cause of their own."""
+    (tmp_path / "causes.yaml").write_text(
+        "causes:\n  ttft-slo-breach:\n    title: TTFT p99 above the SLO\n    severity: warning\n"
+        "    what: p99 time to first token is {metrics.ttft_p99} s\n    why: prefill is queueing\n"
+        "    fix: {any: add prefill capacity}\n    ref: our runbook\n")
+    (tmp_path / "slow-first-token.yaml").write_text(
+        "symptom: slow-first-token\ntitle: First tokens are slow\ntree:\n"
+        "  - when: {fact: metrics.ttft_p99, op: gt, value: 1.0}\n    cause: ttft-slo-breach\n")
+    metrics = tmp_path / "scenario.prom"
+    metrics.write_text(  # a scenario scrape: vLLM's histogram names, a slow p99
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        + "".join(f'vllm:time_to_first_token_seconds_bucket{{le="{le}",model_name="m"}} {n}\n'
+                  for le, n in (("0.1", 10), ("1.0", 50), ("5.0", 100), ("+Inf", 100)))
+        + 'vllm:time_to_first_token_seconds_count{model_name="m"} 100\n'
+        + 'vllm:time_to_first_token_seconds_sum{model_name="m"} 150\n')
+    _rc, doc = _check("--metrics", str(metrics), "--playbooks", str(tmp_path), "--symptom", "slow-first-token")
+    [finding] = doc["findings"]
+    assert finding["id"] == "ttft-slo-breach" and finding["confidence"] == "high"
+
+
+@pytest.mark.parametrize("args", [(), ("--symptom", "tools-ignored")])
+def test_nothing_to_check_is_a_usage_error(args: tuple[str, ...]) -> None:
+    result = run_cli("check", *args)
+    assert result.returncode == 2 and "nothing to check" in result.stderr
+
+
+def test_server_info_file_offline() -> None:
+    scenario = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios" / "sglang_server_info.json"
+    _rc, doc = _check("--server-info", str(scenario), "--symptom", "config-hygiene")
+    assert doc["facts"]["launch.tp"]["value"] == 8
+    assert "secret-in-command" in _ids(doc)  # its recorded launch command carries --api-key
+    assert "sk-scenario" not in json.dumps(doc)
+
+
+@pytest.mark.parametrize("content", [b"\x00\x01\x02garbage", b"\xff\xfe not utf-8", None])
+def test_bad_recorded_files_are_one_line_exit_2(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "bad.prom"
+    if content is not None:
+        path.write_bytes(content)
+    for flag in ("--metrics", "--server-info", "--nvidia-smi"):
+        result = run_cli("check", flag, str(path))
+        assert result.returncode == 2, (flag, result.stdout, result.stderr)
+        assert result.stderr.count("\n") == 1 and str(path) in result.stderr

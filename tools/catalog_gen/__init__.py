@@ -1,0 +1,1 @@
+"""The engine catalog generator: static reading of vLLM / SGLang wheels (see tools/README.md)."""
