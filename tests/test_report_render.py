@@ -3,7 +3,6 @@ here: test_report_prometheus.py runs the real thing), plus the lazy-import promi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -13,15 +12,16 @@ import pytest
 from conftest import run_cli
 from support.httpserver import LocalServer
 
+from doctor.fleet import load_targets
 from doctor.playbook.loader import load_playbooks
+from doctor.report.analysis import analyze, document, downsample, merge, thin
 from doctor.report.client import connect
 from doctor.report.collect import Collected, Observation, Window
-from doctor.report.fleet import analyze, document, downsample, merge, thin
 from doctor.report.promql import Selector, load_catalog
 from doctor.report.render_html import html_report
 from doctor.report.render_text import markdown_report, text_summary
 from doctor.report.svg import line_chart
-from doctor.report.targets import LiveResult, load_targets, look
+from doctor.report.targets import LiveResult, look
 
 END = 1_800_000_000.0
 EXHAUSTED = "10.9.0.1:8000"
@@ -106,19 +106,18 @@ def test_merge_history_wins_for_metrics_live_for_launch() -> None:
     assert merged.unknown_reason("metrics.ttft_p99") == "no series"
 
 
-def test_targets_hints_go_through_offline_sources(tmp_path: Path) -> None:
-    """SEAM: hints are parsed by doctor.sources (the lead's offline sources) once it is merged; until then the
-    report says they were not used instead of parsing them a second way."""
+def test_targets_are_checked_as_check_does(tmp_path: Path) -> None:
+    """The hints of a target go through doctor.sources like `check --targets`; a target is matched to the
+    Prometheus instance by its endpoint's host:port."""
     with LocalServer() as srv:  # answers 404 everywhere: reachable, but not an LLM server
         path = tmp_path / "t.yaml"
-        path.write_text(f"- instance: {srv.endpoint}\n  command: vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2\n"
-                        "  engine_version: 0.13.0\n")
+        path.write_text(f"- endpoint: http://{srv.endpoint}\n  command: vllm serve Qwen/Qwen3-8B "
+                        "--tensor-parallel-size 2\n  engine_version: 0.13.0\n")
         specs = load_targets(str(path))
-        result: LiveResult = look(specs, timeout_s=1)[srv.endpoint]
-    if importlib.util.find_spec("doctor.sources") is None:
-        assert "hints for " + srv.endpoint + " not used: this build has no doctor.sources" in result.note
-    else:
-        assert result.facts.get("launch.engine") == "vllm" and result.facts.get("launch.tp") == 2
+        looked = look(specs, [srv.endpoint, "10.0.0.9:8000"], timeout_s=1)
+    result: LiveResult = looked[srv.endpoint]
+    assert result.facts.get("launch.engine") == "vllm" and result.facts.get("launch.tp") == 2
+    assert "history and hints only" in result.note
 
 
 @pytest.mark.parametrize("args", [["inspect", "example:seed-gqa-27b"], ["--help"]])

@@ -28,7 +28,7 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "m
 @click.option("--selector", default="", metavar="'{job=\"llm\"}'",
               help="Label matchers for the engines' series (and their `up`).")
 @click.option("--targets", type=click.Path(dir_okay=False), default=None,
-              help="YAML of instances to probe live, with command/config/gpu hints (docs/report.md).")
+              help="The `check --targets` file: instances to check live, with command/config/gpu hints.")
 @click.option("--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Also run the playbooks in DIR (repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,

@@ -1,7 +1,7 @@
 """The nightly fleet report from Prometheus history, and alert rules generated from the playbooks.
 
 promql.yaml/promql.py: facts as PromQL over the engines' metric names; client.py: the Prometheus HTTP API;
-collect.py: one query per fact for the whole fleet; targets.py: live looks and hints; fleet.py: diagnosis
+collect.py: one query per fact for the whole fleet; targets.py: live looks (as check --targets); analysis.py: diagnosis
 and the ``llmdoctor.report/1`` document; render_*.py, svg.py, view.py: HTML, Markdown, terminal;
 rules.py: playbook trees → Prometheus recording and alerting rules. docs/report.md describes it all.
 """

@@ -34,12 +34,13 @@ class ReportOptions:
 
 def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
+    from doctor.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
+    from doctor.report.analysis import analyze, document, iso
     from doctor.report.client import connect
     from doctor.report.collect import Window, collect
-    from doctor.report.fleet import analyze, document, iso
     from doctor.report.promql import Params, Selector, load_catalog, parse_duration
-    from doctor.report.targets import load_targets, look
+    from doctor.report.targets import look
 
     since = parse_duration(options.since, "--since")
     step = parse_duration(options.step, "--step")
@@ -72,7 +73,7 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
         raise TargetError(f"--prometheus {client.display}: nothing could be read: {why}")
     if progress is not None and specs:
         progress(f"live look at {len(specs)} targets")
-    live = look(specs, timeout_s=options.probe_timeout_s)
+    live = look(specs, collected.instances, timeout_s=options.probe_timeout_s, playbook_dirs=options.playbook_dirs)
     results = analyze(collected, catalog, pbset, live, window)
     doc = document(client=client, window=window, selector=selector, results=results, collected=collected,
                    catalog=catalog, elapsed_s=elapsed)

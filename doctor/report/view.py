@@ -1,6 +1,6 @@
 """What the renderers share: the key facts of an instance as people read them, and findings back from JSON.
 
-The report document (fleet.py) is plain JSON; the HTML, Markdown and terminal renderers all read it, and
+The report document (analysis.py) is plain JSON; the HTML, Markdown and terminal renderers all read it, and
 format numbers the same way through here (a ratio as a percentage, a slope per minute, seconds as ms/s/min).
 """
 
