@@ -73,7 +73,8 @@ def test_facts_cite_the_names_each_instance_uses(fleet_doc: dict) -> None:
     assert "vllm:gpu_cache_usage_perc" in old["metrics.kv_usage"]["source"]  # the V0-era name
     assert "vllm:time_per_output_token_seconds_bucket" in old["metrics.itl_p99"]["source"]
     assert old["metrics.kv_usage"]["value"] >= 0.95 and old["metrics.preemptions_total"]["value"] > 0
-    assert old["metrics.kv_usage"]["source"].startswith("promql: quantile_over_time(0.95, (max by (instance)")
+    assert old["metrics.kv_usage"]["source"] == ("promql: max by (instance) (quantile_over_time(0.95, "
+                                                 'vllm:gpu_cache_usage_perc{job="llm"}[1d]))')
     assert old["metrics.kv_usage"]["observed"] is True
     underscore = _facts(fleet_doc, inst["underscore"])
     assert "sglang_token_usage{" in underscore["metrics.kv_usage"]["source"]

@@ -117,7 +117,7 @@ def test_bad_selectors(text: str, says: str) -> None:
     (["--prometheus", "prom"], "--prometheus: 'prom': no port"),
     (["--prometheus", "http://127.0.0.1:9", "--since", "24x"], "--since: '24x' is not a duration"),
     (["--prometheus", "http://127.0.0.1:9", "--step", "2d"], "--step 2d: longer than --since 24h"),
-    (["--prometheus", "http://127.0.0.1:9", "--step", "1s", "--since", "30d"], "more than 50,000"),
+    (["--prometheus", "http://127.0.0.1:9", "--step", "10m", "--trend", "15m"], "--trend 15m: the KV slope needs"),
     (["--prometheus", "http://127.0.0.1:9", "--selector", "{job=llm}"], "--selector"),
     (["--prometheus", "http://127.0.0.1:9", "--until", "yesterday"], "--until 'yesterday'"),
     (["--prometheus", "http://127.0.0.1:9", "-o", "report.pdf"], "-o report.pdf: cannot tell the format"),

@@ -23,8 +23,10 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "m
 @click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d).")
 @click.option("--until", default=None, metavar="TIME",
               help="End of the window: unix seconds or ISO 8601 (default: now).")
-@click.option("--step", default="60s", show_default=True, help="Resolution of subqueries and charts.")
-@click.option("--trend", default="15m", show_default=True, help="Window of the KV slope behind time-to-full.")
+@click.option("--step", default="60s", show_default=True,
+              help="Resolution of the KV slope's subquery; charts use it or about 360 points, whichever is coarser.")
+@click.option("--trend", default="15m", show_default=True,
+              help="Window of the KV slope behind time-to-full (at most the window).")
 @click.option("--selector", default="", metavar="'{job=\"llm\"}'",
               help="Label matchers for the engines' series (and their `up`).")
 @click.option("--targets", type=click.Path(dir_okay=False), default=None,

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from doctor.facts import Facts
@@ -134,25 +134,23 @@ def _run_all(asks: list[_Ask]) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def reduce(reducer: str, expr: str, window: Window) -> str:
-    """A fact's template as the report evaluates it over its window (promql.yaml, ``report``)."""
-    if reducer == "p95":
-        return f"quantile_over_time(0.95, ({expr})[{format_duration(window.since)}:{format_duration(window.step)}])"
-    return expr
-
-
 def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Window, params: Params,
                out: Collected) -> _Ask:
+    """One fact for the fleet. ``p95``: each series' 95th percentile over the window, then the template's
+    aggregation over ranks (the worst rank's KV, the ranks' queues added up): one pass over the samples,
+    where a subquery of the aggregate would evaluate it at every step."""
+    if entry.report == "p95":
+        params = replace(params, p95_over=window.since)
     alternatives = catalog.alternatives(entry.key, params, catalog.inline)
-    reduced = [reduce(entry.report or "window", alt.expr, window) for alt in alternatives]
-    query = join_or([f'label_replace({expr}, "{TAG}", "{i}", "", "")' for i, expr in enumerate(reduced)],
+    query = join_or([f'label_replace({alt.expr}, "{TAG}", "{i}", "", "")' for i, alt in enumerate(alternatives)],
                     entry.or_on)
 
     def apply(samples: list[Sample]) -> None:
         for sample in samples:
             index = int(sample.labels.get(TAG, -1))
             if 0 <= index < len(alternatives) and math.isfinite(sample.value):
-                _observe(out, entry, alternatives[index], f"promql: {reduced[index]}", sample)
+                alt = alternatives[index]
+                _observe(out, entry, alt, f"promql: {alt.expr}", sample)
 
     return _Ask(lambda: client.instant(entry.key, query), apply,
                 lambda exc: out.errors.__setitem__(entry.key, str(exc)))

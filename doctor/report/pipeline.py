@@ -14,9 +14,6 @@ from doctor.errors import InputError, TargetError
 from doctor.findings import Finding
 from doctor.report.view import finding
 
-#: A subquery evaluates this many steps at most per instance (a month at 1 s steps would be 2.6 million).
-MAX_STEPS = 50_000
-
 
 @dataclass(frozen=True)
 class ReportOptions:
@@ -47,9 +44,10 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
     trend = parse_duration(options.trend, "--trend")
     if step > since:
         raise InputError(f"--step {options.step}: longer than --since {options.since}")
-    if since / step > MAX_STEPS:
-        raise InputError(f"--step {options.step}: {since / step:,.0f} steps over --since {options.since} is more "
-                         f"than {MAX_STEPS:,}; use a larger step")
+    trend = min(trend, since)  # the slope is fitted inside the window
+    if trend < 2 * step:
+        raise InputError(f"--trend {options.trend}: the KV slope needs at least two --step ({options.step}) "
+                         f"inside it (and inside --since {options.since})")
     if options.timeout_s <= 0:
         raise InputError(f"--timeout {options.timeout_s:g}: must be more than 0 seconds")
     selector = Selector.parse(options.selector)

@@ -139,6 +139,9 @@ class Params:
     trend: float = 900.0
     step: float = 60.0
     lookback: float = 86400.0
+    #: the report's ``p95`` reducer: every family selector reads as its series' 95th percentile over this many
+    #: seconds (``quantile_over_time(0.95, sel[1d])``), before the template aggregates over ranks
+    p95_over: float | None = None
 
     def value(self, name: str) -> str:
         return format_duration(getattr(self, name))
@@ -344,8 +347,11 @@ def _render(template: str, mapping: dict[str, str], params: Params, refs: RefWri
             return selector("up", params.selector, extra)
         assert names is not None, name  # _check: family placeholders only in engine templates
         kind = names[name]["kind"]
-        return selector(mapping[name] + (suffix if suffix is not None else _DEFAULT_SUFFIX.get(kind, "")),
-                        params.selector, extra)
+        sel = selector(mapping[name] + (suffix if suffix is not None else _DEFAULT_SUFFIX.get(kind, "")),
+                       params.selector, extra)
+        if params.p95_over is not None:
+            return f"quantile_over_time(0.95, {sel}[{format_duration(params.p95_over)}])"
+        return sel
 
     return _PLACEHOLDER.sub(sub, template)
 
