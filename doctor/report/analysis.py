@@ -43,6 +43,11 @@ class InstanceResult:
     def engine(self) -> str | None:
         return self.facts.get("metrics.engine") or self.facts.get("launch.engine")
 
+    @property
+    def has_data(self) -> bool:
+        """Anything observed of its serving (history or a live scrape): without it, no finding is no news."""
+        return bool(self.facts.under("metrics"))
+
 
 def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, LiveResult], window: Window
             ) -> list[InstanceResult]:
@@ -167,7 +172,8 @@ def _summary(results: list[InstanceResult], ranked: list[tuple[InstanceResult, F
         "instances": len(results),
         "engines": dict(Counter(r.engine or "unknown" for r in results)),
         "with_findings": sum(1 for r in results if r.diagnosis.findings),
-        "healthy": [r.instance for r in results if not r.diagnosis.findings],
+        "healthy": [r.instance for r in results if r.has_data and not r.diagnosis.findings],
+        "no_data": [r.instance for r in results if not r.has_data],
         "findings": {s: counts.get(s, 0) for s in reversed(SEVERITIES)},
         "worst": worst_severity([f for _, f in ranked]),
         "causes": by_cause,
@@ -179,6 +185,7 @@ def _instance(result: InstanceResult) -> dict[str, Any]:
         "instance": result.instance,
         "engine": result.engine,
         "worst": worst_severity(result.diagnosis.findings),
+        "has_data": result.has_data,
         "findings": [f.id for f in result.diagnosis.findings],
         "live": None if result.live is None else {"note": result.live.note},
         "facts": result.facts.to_dict(),

@@ -48,6 +48,14 @@ PARALLEL_QUERIES = 4
 #: Rates on charts look back at least this far, so a rate always has two scrapes to work with.
 MIN_CHART_RANGE_S = 120.0
 _HOST = re.compile(HOST_RE)
+#: Why whole namespaces stay unknown in a report, and which --targets key (the check --targets file) fills them.
+NOT_IN_HISTORY = {
+    "launch": "Prometheus does not hold the launch command: give the instance a `command:` in --targets",
+    "model": "Prometheus does not hold the model config: give the instance a `config:` in --targets",
+    "gpu": "Prometheus does not hold the GPU model: give the instance a `gpu:` in --targets",
+    "server": "Prometheus does not hold /server_info: list the instance's endpoint in --targets",
+    "workload": "a report does not know the workload",
+}
 
 
 @dataclass(frozen=True)
@@ -252,6 +260,8 @@ def instance_facts(collected: Collected, instance: str, catalog: Catalog) -> Fac
             continue
         reason = collected.errors.get(key) or _absent_reason(key, catalog)
         facts.error(key, reason)
+    for namespace, why in NOT_IN_HISTORY.items():
+        facts.error(namespace, why)
     return facts
 
 

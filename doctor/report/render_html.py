@@ -29,7 +29,7 @@ text-align:left;vertical-align:top}th{font-weight:600;background:#f9fafb}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f4f6;padding:0 3px;border-radius:3px;
 word-break:break-all}
 .sev{font-weight:700;text-transform:uppercase;font-size:12px}.sev-critical{color:var(--crit)}
-.sev-warning{color:var(--warn)}.sev-info{color:var(--info)}.sev-ok{color:var(--ok)}
+.sev-warning{color:var(--warn)}.sev-info{color:var(--info)}.sev-ok{color:var(--ok)}.sev-no{color:var(--muted)}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;
 min-width:110px}.card b{display:block;font-size:22px}
 article.instance{border:1px solid var(--line);border-radius:8px;padding:4px 16px 12px;margin:14px 0}
@@ -77,7 +77,8 @@ def _summary(doc: dict[str, Any]) -> str:
     out.append("</div>")
     engines = ", ".join(f"{n} {ENGINE_NAMES.get(e, e)}" for e, n in sorted(s["engines"].items()))
     out.append(f"<p>Engines: {_e(engines) or 'none'}. Healthy: "
-               + (", ".join(_link(i) for i in s["healthy"]) or "none") + ".</p>")
+               + (", ".join(_link(i) for i in s["healthy"]) or "none") + "."
+               + (" No data: " + ", ".join(_link(i) for i in s["no_data"]) + "." if s["no_data"] else "") + "</p>")
     if s["causes"]:
         out.append("<table><tr><th>cause</th><th>instances</th></tr>")
         out += [f"<tr><td><code>{_e(c)}</code></td><td>{', '.join(_link(i) for i in insts)}</td></tr>"
@@ -111,9 +112,9 @@ def _instances(doc: dict[str, Any]) -> str:
     out = ['<section id="instances"><h2>Instances</h2>']
     for inst in doc["instances"]:
         name = inst["instance"]
-        worst = inst["worst"] or "ok"
+        worst = inst["worst"] or ("ok" if inst["has_data"] else "no data")
         out.append(f'<article class="instance" id="{slug(name)}" data-instance="{_e(name)}">'
-                   f'<h3>{_e(name)} <span class="sev sev-{worst}">{_e(worst)}</span></h3>')
+                   f'<h3>{_e(name)} <span class="sev sev-{worst.split()[0]}">{_e(worst)}</span></h3>')
         if inst["live"] and inst["live"]["note"]:
             out.append(f'<p class="muted">{_e(inst["live"]["note"])}</p>')
         out.append('<div class="charts">')
@@ -137,7 +138,8 @@ def _instances(doc: dict[str, Any]) -> str:
         for f in by_instance.get(name, []):
             out.append(_finding(f))
         if not by_instance.get(name):
-            out.append('<p class="sev-ok">No findings.</p>')
+            out.append('<p class="sev-ok">No findings.</p>' if inst["has_data"] else
+                       '<p class="muted">Nothing observed: no history and no live answer.</p>')
         out.append("</article>")
     out.append("</section>")
     return "".join(out)

@@ -29,6 +29,8 @@ def markdown_report(doc: dict[str, Any]) -> str:
            f"- **{s['instances']}** instances ({_engines(s)}), **{s['with_findings']}** with findings: "
            + ", ".join(f"{s['findings'][sev]} {sev}" for sev in SEVERITY_ORDER),
            f"- healthy: {', '.join(f'`{i}`' for i in s['healthy']) or 'none'}"]
+    if s["no_data"]:
+        out.append(f"- no data: {', '.join(f'`{i}`' for i in s['no_data'])}")
     out += [f"- `{cause}`: {', '.join(f'`{i}`' for i in insts)}" for cause, insts in s["causes"].items()]
     out += ["", "## Findings, ranked across the fleet", ""]
     if doc["findings"]:
@@ -41,7 +43,8 @@ def markdown_report(doc: dict[str, Any]) -> str:
     for f in doc["findings"]:
         by_instance.setdefault(f["instance"], []).append(f)
     for inst in doc["instances"]:
-        out += ["", f"## `{inst['instance']}` · {inst['worst'] or 'ok'}", ""]
+        state = inst["worst"] or ("ok" if inst["has_data"] else "no data")
+        out += ["", f"## `{inst['instance']}` · {state}", ""]
         if inst["live"] and inst["live"]["note"]:
             out += [f"> {inst['live']['note']}", ""]
         rows = key_facts(inst["facts"])
@@ -49,7 +52,8 @@ def markdown_report(doc: dict[str, Any]) -> str:
             out += ["| fact | value |", "|---|---|"] + [f"| {label} | {_cell(text)} |" for label, text, _ in rows]
             out.append("")
         found = [finding(f) for f in by_instance.get(inst["instance"], [])]
-        out.append(findings_markdown(found).rstrip() if found else "No findings.")
+        out.append(findings_markdown(found).rstrip() if found else
+                   "No findings." if inst["has_data"] else "Nothing observed: no history and no live answer.")
     if doc["unchecked"]:
         out += ["", "## Could not check", "",
                 "Branches the history cannot decide (pass `--targets` with a launch command, config and GPU):", ""]
@@ -74,6 +78,8 @@ def text_summary(doc: dict[str, Any], *, written: str | None = None, height: int
     tail = []
     if s["healthy"]:
         tail.append("healthy: " + ", ".join(s["healthy"]))
+    if s["no_data"]:
+        tail.append("no data: " + ", ".join(s["no_data"]))
     if doc["problems"]:
         tail.append(f"{len(doc['problems'])} problems while reading (first: {doc['problems'][0]})")
     if doc["unchecked"]:

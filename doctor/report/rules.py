@@ -227,8 +227,12 @@ def generate(pbset: PlaybookSet, catalog: Catalog, options: RuleOptions) -> Gene
         _walk(playbook, playbook.tree, [entry] if entry else [], tr, pbset, options, candidates, skipped)
         observed = _thresholds(entry) if entry is not None else None
         if observed is not None and len(candidates) == before:
-            extra_alerts.append(_symptom_alert(playbook, observed, pbset, options))
-            symptom_entries.append(observed)
+            rule = _symptom_alert(playbook, observed, pbset, options)
+            if severity_rank(rule["labels"]["severity"]) < severity_rank(options.min_severity):
+                skipped.append(Skipped(playbook.symptom, None, "symptom alert below --min-severity"))
+            else:
+                extra_alerts.append(rule)
+                symptom_entries.append(observed)
     alerts = _alerts(candidates, pbset, options, tr)
     reads = set().union(*(c.translation.reads for c in candidates), *(t.reads for t in symptom_entries))
     records = [{"record": record_name(key), "expr": tr.recorded[key]} for key in tr.needed(reads)]
