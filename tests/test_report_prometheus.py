@@ -83,7 +83,8 @@ def test_facts_cite_the_names_each_instance_uses(fleet_doc: dict) -> None:
     assert "deriv(" in underscore["metrics.kv_fill_rate"]["source"]
     ep = _facts(fleet_doc, inst["ep-skew"])
     assert ep["launch.expert_parallel"]["value"] is True and ep["launch.ep"]["value"] == 8
-    assert "moe_ep_rank" in ep["launch.ep"]["source"] and ep["launch.dp"]["value"] == 8
+    assert ep["launch.ep"]["source"].startswith("promql (from SGLang's moe_ep_rank labels, a lower bound on the EP")
+    assert ep["launch.dp"]["value"] == 8 and ep["launch.ep"]["observed"] is False
     assert len(ep["gpu.util"]["value"]) == 8 and ep["gpu.util"]["value"][3] > 0.9
     assert "DCGM_FI_DEV_GPU_UTIL" in ep["gpu.util"]["source"] and ep["gpu.util_skew"]["value"] >= 1.5
     healthy = _facts(fleet_doc, inst["healthy"])

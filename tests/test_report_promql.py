@@ -86,6 +86,12 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text, "--since")
 
 
+def test_until_accepts_unix_seconds_and_iso_times() -> None:
+    from doctor.report.pipeline import parse_time
+
+    assert parse_time("1795910400") == parse_time("2026-11-29T00:00:00Z") == parse_time("2026-11-29T01:00:00+01:00")
+
+
 def test_format_duration_round_trips() -> None:
     for seconds in (1, 59, 60, 3600, 5400, 86400, 90061):
         assert parse_duration(format_duration(seconds), "x") == seconds

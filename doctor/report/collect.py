@@ -158,7 +158,8 @@ def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Windo
             index = int(sample.labels.get(TAG, -1))
             if 0 <= index < len(alternatives) and math.isfinite(sample.value):
                 alt = alternatives[index]
-                _observe(out, entry, alt, f"promql: {alt.expr}", sample)
+                how = f" ({entry.note})" if entry.note else ""
+                _observe(out, entry, alt, f"promql{how}: {alt.expr}", sample)
 
     return _Ask(lambda: client.instant(entry.key, query), apply,
                 lambda exc: out.errors.__setitem__(entry.key, str(exc)))

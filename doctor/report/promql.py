@@ -159,6 +159,7 @@ class Entry:
     or_on: tuple[str, ...] = ("instance",)
     report: str | None = None
     absent: str | None = None
+    note: str | None = None
 
     @property
     def is_fact(self) -> bool:
@@ -229,7 +230,7 @@ class Catalog:
                     templates[name] = str(body[source])
         by = tuple(body.get("by", ("instance",)))
         return Entry(key, templates, body.get("kind", "number"), by, tuple(body.get("or_on", by)),
-                     body.get("report"), body.get("absent"))
+                     body.get("report"), body.get("absent"), body.get("note"))
 
     def _check(self) -> None:
         """Our own data must be right: a family or reference typo here would silently read nothing."""
