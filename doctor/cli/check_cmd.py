@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.options import playbooks_option, symptom_option, workload_options
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
@@ -155,12 +155,7 @@ def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playb
     from doctor.fleet import fleet_markdown, fleet_text, load_targets, run_fleet
 
     fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
-    if fmt == "json":
-        import json
-
-        emit(json.dumps(fleet.to_dict(), indent=2, default=str))
-    else:
-        emit(fleet_markdown(fleet) if fmt == "markdown" else fleet_text(fleet))
+    emit_document(fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
     if not any(r.reachable for r in fleet.results):
         click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
         return EXIT_UNREACHABLE
@@ -168,18 +163,9 @@ def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playb
 
 
 def _render(run: Any, fmt: str, verbose: bool) -> None:
-    if fmt == "json":
-        import json
+    from doctor.render.check import check_markdown, check_text
 
-        emit(json.dumps(run.to_dict(), indent=2, default=str))
-    elif fmt == "markdown":
-        from doctor.render.check import check_markdown
-
-        emit(check_markdown(run))
-    else:
-        from doctor.render.check import check_text
-
-        emit(check_text(run, verbose=verbose))
+    emit_document(fmt, run, text=lambda: check_text(run, verbose=verbose), markdown=lambda: check_markdown(run))
 
 
 @click.command("snapshot", epilog=SNAPSHOT_EPILOG)
