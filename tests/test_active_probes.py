@@ -122,6 +122,14 @@ def test_reasoning_leaked(mode: str, marker: str) -> None:
     assert marker in facts["active.reasoning.markers"]
 
 
+def test_thinking_cut_before_any_marker_is_inconclusive() -> None:
+    """A template that opens <think> in the prompt, thinking past max_tokens: the content is reasoning with no marker
+    yet, indistinguishable from an answer. No verdict, and the probe says why."""
+    results, _ = _run(Behaviour(reasoning="open", thinking_switch=None), REASONING)
+    assert not results["active.reasoning"].ok and "inconclusive" in results["active.reasoning"].error
+    assert "active.reasoning.leaked" not in _facts(results)
+
+
 def test_append_think_parser_puts_think_in_content_on_purpose() -> None:
     """MiniMax's append-think parsers return <think>… as content by design (docs/families.md): not a leak."""
     results, _ = _run(Behaviour(reasoning="append", thinking_switch=None), REASONING,
@@ -138,7 +146,7 @@ def test_thinking_toggle_follows_the_family() -> None:
     toggled one shows the parser at work."""
     results, srv = _run(Behaviour(reasoning="separated", thinking_switch="thinking", thinking_default=False),
                         REASONING, reasoning_model=True, thinking_toggle="thinking", thinking_default=False)
-    kwargs = [c.get("chat_template_kwargs") for c in srv.chats if c["max_tokens"] == 256]
+    kwargs = [c.get("chat_template_kwargs") for c in srv.chats if c["max_tokens"] == 512]
     assert kwargs == [None, {"thinking": True}]
     assert _facts(results)["active.reasoning.separated"] is True
     summary = active.observation(results["active.reasoning"])["summary"]
@@ -147,7 +155,7 @@ def test_thinking_toggle_follows_the_family() -> None:
 
 def test_reasoning_effort_is_not_a_template_switch() -> None:
     _, srv = _run(Behaviour(reasoning="harmony"), REASONING, reasoning_model=True, thinking_toggle="reasoning_effort")
-    assert len([c for c in srv.chats if c["max_tokens"] == 256]) == 1
+    assert len([c for c in srv.chats if c["max_tokens"] == 512]) == 1
 
 
 # -- determinism probe ----------------------------------------------------------------------------------------

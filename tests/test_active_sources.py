@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import zipfile
 from functools import cache
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -16,7 +15,7 @@ from doctor.facts import Facts
 from doctor.probes.active import ActiveContext, run_active, spec
 from doctor.probes.base import ProbeOptions, Target
 
-WHEELS = Path("/work/wheelcache")
+WHEELS = ROOT.parent / "wheelcache"  # the engines' wheels, shared beside the checkout (never installed)
 VERSIONS = {"vllm": "vllm-0.33.0-", "sglang": "sglang-0.5.23-"}
 
 

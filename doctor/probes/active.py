@@ -466,25 +466,32 @@ class ReasoningProbe(_Probe):
             content = answer.get("content") or ""
             markers = _find(content, cfg["markers"], cfg["patterns"])
             by_design = bool(raw.get("append_think_parser")) and content.lstrip().startswith("<think>")
-            runs.append({"label": record["label"], "markers": [] if by_design else markers, "by_design": by_design,
-                         "reasoning_field": answer.get("reasoning_field"),
-                         "reasoning_chars": len(answer.get("reasoning") or ""),
-                         "finish_reason": answer.get("finish_reason")})
+            run = {"label": record["label"], "markers": [] if by_design else markers, "by_design": by_design,
+                   "reasoning_field": answer.get("reasoning_field"), "reasoning_chars": len(answer.get("reasoning") or ""),
+                   "finish_reason": answer.get("finish_reason")}
+            # Cut at max_tokens with nothing to tell by: a template that opens <think> in the prompt leaves only the
+            # </think> the model never reached, so this answer may be thinking that leaks, or an answer.
+            run["open"] = not (run["markers"] or by_design or run["reasoning_chars"]) and run["finish_reason"] == "length"
+            runs.append(run)
+        decided = [r for r in runs if not r["open"]]
         obs: dict[str, Any] = {
             "runs": runs,
-            "leaked": any(r["markers"] for r in runs),
-            "separated": any(r["reasoning_chars"] for r in runs),
-            "markers": list(dict.fromkeys(m for r in runs for m in r["markers"])),
-            "field": next((r["reasoning_field"] for r in runs if r["reasoning_field"]), None),
-            "by_design": any(r["by_design"] for r in runs),
+            "leaked": any(r["markers"] for r in decided),
+            "separated": any(r["reasoning_chars"] for r in decided),
+            "markers": list(dict.fromkeys(m for r in decided for m in r["markers"])),
+            "field": next((r["reasoning_field"] for r in decided if r["reasoning_field"]), None),
+            "by_design": any(r["by_design"] for r in decided),
             "append_think_parser": raw.get("append_think_parser"),
         }
         obs["thinking_seen"] = obs["leaked"] or obs["separated"] or obs["by_design"]
+        if not obs["thinking_seen"] and len(decided) < len(runs):
+            obs["error"] = ("inconclusive: the answer reached max_tokens with no reasoning field and no thinking marker "
+                            "(thinking opened by the template may still have been running)")
         return obs
 
     @classmethod
     def record_facts(cls, obs: dict[str, Any], facts: Facts) -> None:
-        if "runs" not in obs:
+        if "runs" not in obs or obs.get("error"):
             return
         labels = ", ".join(r["label"] for r in obs["runs"])
         source = f"active reasoning probe: a short question ({labels})"
@@ -510,6 +517,8 @@ class ReasoningProbe(_Probe):
                 what = f"<think> block in content by design ({obs['append_think_parser']})"
             elif run["reasoning_chars"]:
                 what = f"reasoning separated into {run['reasoning_field']} ({run['reasoning_chars']} characters)"
+            elif run["open"]:
+                what = "cut at max_tokens with no marker and no reasoning field (inconclusive)"
             else:
                 what = "no thinking at all"
             parts.append(f"{run['label']}: {what}")

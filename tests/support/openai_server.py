@@ -59,7 +59,7 @@ class Behaviour:
     version: str = "0.33.0"
     tool: str = "parsed"  # parsed | markup | prose | refused | truncated
     tool_markup: str = XML_CALL
-    reasoning: str = "separated"  # separated | leaked | end_only | append | harmony
+    reasoning: str = "separated"  # separated | leaked | end_only | open | append | harmony
     thinking_switch: str | None = "enable_thinking"
     thinking_default: bool = True
     determinism: str = "stable"  # stable | warmup | concurrency
@@ -154,6 +154,8 @@ class OpenAIServer(LocalServer):
             return self._completion(body, content=f"<think>\n{THOUGHT}\n</think>\n\n{ANSWER}", tokens=40)
         if mode == "end_only":  # the template opened <think> in the prompt
             return self._completion(body, content=f"{THOUGHT}\n</think>\n\n{ANSWER}", tokens=40)
+        if mode == "open":  # the template opened <think> and the thinking outlasted max_tokens
+            return self._completion(body, content=THOUGHT, finish="length", tokens=int(body["max_tokens"]))
         if mode == "append":  # MiniMax append-think parsers: the whole output as content, <think> prepended
             return self._completion(body, content=f"<think>{THOUGHT}</think>\n\n{ANSWER}", tokens=40)
         return self._completion(body, content=HARMONY_TEXT, tokens=40)
