@@ -105,7 +105,10 @@ def test_json_records_each_probe_request_latency_and_observation_never_the_key()
     assert tool["observation"]["markup"] == ["<tool_call>", "<function="] and tool["observation"]["called"] is False
     assert tool["budget"] == {"requests": 1, "max_tokens": 256} and "markup left in content" in tool["summary"]
     assert entries["active.latency"]["observation"]["ttft_s"] > 0
-    assert len(entries["active.determinism"]["requests"]) == 4
+    determinism = entries["active.determinism"]["requests"]
+    assert [r["label"] for r in determinism] == ["cold", "after warm-up 1", "after warm-up 2", "under concurrency",
+                                                 "filler 1", "filler 2", "filler 3"]
+    assert all(r["request"]["temperature"] == 0 for r in determinism)
     assert doc["facts"]["active.latency.ttft_s"]["observed"] is True
     # the text report prints each observation and the whole budget (2 + 1 + 4 greedy + 3 concurrent requests)
     assert "markup left in content: <tool_call>, <function=" in text.stdout

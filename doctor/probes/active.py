@@ -559,7 +559,8 @@ class DeterminismProbe(_Probe):
                 return raw
         together = _concurrently(target, opts, [greedy, *fillers])
         raw["concurrent"] = {**together[0], "label": "under concurrency"}
-        raw["fillers"] = [{k: r.get(k) for k in ("status", "latency_ms", "error")} for r in together[1:]]
+        raw["fillers"] = [{k: r.get(k) for k in ("label", "request", "status", "latency_ms", "error")}
+                          for r in together[1:]]
         return raw
 
     @classmethod
@@ -591,7 +592,8 @@ class DeterminismProbe(_Probe):
                 obs["concurrency_only"] = False
             return obs
         obs["identical"] = False
-        position = next((i for i, (a, b) in enumerate(zip(base, other, strict=False)) if a != b), min(len(base), len(other)))
+        pairs = enumerate(zip(base, other, strict=False))
+        position = next((i for i, (a, b) in pairs if a != b), min(len(base), len(other)))  # else: one is shorter
         obs["diverge_at"] = position
         obs["margin"] = _margin(base_answer, position) if by_tokens else None
         if by_tokens:
@@ -722,7 +724,7 @@ def observation(result: ProbeResult) -> dict[str, Any]:
     raw = result.raw
     requests = [*(raw.get("requests") or []), *(raw.get("sequential") or [])]
     if raw.get("concurrent"):
-        requests.append(raw["concurrent"])
+        requests += [raw["concurrent"], *(raw.get("fillers") or [])]
     obs = probe.observe(raw) if "error" not in raw else {"error": raw["error"]}
     return {
         "summary": probe.summary(obs),
