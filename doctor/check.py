@@ -19,7 +19,7 @@ from doctor.sources import Gathered, OfflineInputs
 
 if TYPE_CHECKING:
     from doctor.playbook.engine import Diagnosis
-    from doctor.probes.base import ProbeResult, Target
+    from doctor.probes.base import ProbeOptions, ProbeResult, Target
 
 SCHEMA = "llmdoctor.check/1"
 #: Probes whose answer proves an LLM server is there; if none answers, the target could not be examined.
@@ -41,6 +41,8 @@ class CheckOptions:
     model: str | None = None
     #: which passive probes run (None: all); a fleet check runs only the HTTP ones
     probes: tuple[str, ...] | None = None
+    #: per-request deadline of the active probes (None: --timeout)
+    active_timeout_s: float | None = None
 
 
 @dataclass
@@ -70,11 +72,20 @@ class CheckRun:
             "engine_version": facts.get("launch.version") or facts.get("server.version"),
             "model": facts.get("server.model") or facts.get("launch.model") or facts.get("model.name"),
             "elapsed_ms": round(self.elapsed_ms, 1),
-            "probes": [{"name": p.name, "ok": p.ok, "error": p.error, "elapsed_ms": round(p.elapsed_ms, 1)}
-                       for p in self.probes],
+            "probes": [_probe_entry(p) for p in self.probes],
             **facts.to_dict(),
             **self.diagnosis.to_dict(),
         }
+
+
+def _probe_entry(probe: ProbeResult) -> dict[str, Any]:
+    entry = {"name": probe.name, "ok": probe.ok, "error": probe.error, "elapsed_ms": round(probe.elapsed_ms, 1)}
+    if probe.name.startswith("active."):  # what was sent (never the key), how long it took, what was seen
+        from doctor.probes.active import is_active, observation
+
+        if is_active(probe.name):
+            entry.update(observation(probe))
+    return entry
 
 
 def unreachable_reason(results: list[ProbeResult]) -> str | None:
@@ -93,35 +104,65 @@ def run_check(opts: CheckOptions) -> CheckRun:
 
     started = time.perf_counter()
     pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
-    target, results, extra = _probe(opts)
+    for symptom in opts.symptoms:  # and on a bad --symptom before any active request is sent
+        if pbset.find(symptom) is None:
+            raise InputError(f"--symptom {symptom}: no such playbook (known: {', '.join(sorted(pbset.playbooks))})")
+    target, results, extra = _probe(opts, tuple(pbset.find(s).symptom for s in opts.symptoms))
     live = Facts()
     for result in results:
         live.update(result.facts)
     offline = _with_snapshot_inputs(opts.offline, extra)
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
-    unreachable = () if opts.active else ("active",)
+    active_ran = opts.active or any(p.name.startswith("active.") for p in results)
+    unreachable = () if active_ran else ("active",)
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000, extra)
 
 
-def _probe(opts: CheckOptions) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:
+def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
 
     if opts.snapshot and opts.endpoint:
         raise InputError("--snapshot replays a recorded run: give it or --endpoint, not both")
     if opts.snapshot:
+        from doctor.probes import active
         from doctor.snapshot import read_snapshot, replay, snapshot_target
 
         snap = read_snapshot(opts.snapshot)
-        return snapshot_target(snap), replay(snap), snap.get("extra", {})
+        # Active probes are opt-in, so the default probe registry does not list them: replay them here.
+        recorded = {name: entry for name, entry in snap["probes"].items() if active.is_active(name)}
+        passive = {**snap, "probes": {k: v for k, v in snap["probes"].items() if k not in recorded}}
+        return snapshot_target(snap), replay(passive) + active.replay(recorded), snap.get("extra", {})
     if not opts.endpoint:
         return None, [], {}
     target = Target.parse(opts.endpoint)
     api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
     probe_opts = ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
-    return target, run_probes(target, probe_opts, names=list(opts.probes) if opts.probes else None), {}
+    results = run_probes(target, probe_opts, names=list(opts.probes) if opts.probes else None)
+    if opts.active:
+        results += active_results(target, probe_opts, results, opts.offline, model=opts.model, symptoms=symptoms,
+                                  timeout_s=opts.active_timeout_s)
+    return target, results, {}
+
+
+def active_results(target: Target, probe_opts: ProbeOptions, passive: list[ProbeResult], offline: OfflineInputs, *,
+                   model: str | None, symptoms: tuple[str, ...] = (), timeout_s: float | None = None
+                   ) -> list[ProbeResult]:
+    """The opt-in active probes, after the passive ones told which model is served and what its family expects
+    (none when the target could not be examined: a dead server would cost a timeout per request)."""
+    if unreachable_reason(passive):
+        return []
+    from doctor.probes.active import ActiveContext, run_active, served_models
+    from doctor.sources import gather
+
+    live = Facts()
+    for result in passive:
+        live.update(result.facts)
+    ctx = ActiveContext.from_facts(gather(offline, live=live).facts, model=model, served=served_models(passive),
+                                   symptoms=symptoms)
+    return run_active(target, replace(probe_opts, timeout_s=timeout_s or probe_opts.timeout_s), ctx)
 
 
 def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> OfflineInputs:

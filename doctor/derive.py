@@ -31,6 +31,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 
 def derive_all(facts: Facts) -> Facts:
+    derive_model_label(facts)
     derive_kernel_support(facts)
     derive_fit(facts)
     derive_quantization_match(facts)
@@ -39,6 +40,15 @@ def derive_all(facts: Facts) -> Facts:
     derive_ep_load(facts)
     derive_capacity(facts)
     return facts
+
+
+def derive_model_label(facts: Facts) -> None:
+    """model.label: how findings name the model — the served name first, the config's name when that is all."""
+    for key in ("launch.model", "server.model", "model.name"):
+        fact = facts.fact(key)
+        if fact is not None and fact.value:
+            facts.set("model.label", str(fact.value), fact.source)
+            return
 
 
 def derive_kernel_support(facts: Facts) -> None:

@@ -168,8 +168,7 @@ def family_facts(facts: Facts) -> Facts:
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
     """For parsers the command names but its engine version lacks: the first release that registers them."""
-    from doctor.engines.catalog import available, load_catalog
-    from doctor.playbook.conditions import version_key
+    from doctor.engines.catalog import available, load_catalog, version_key
 
     out = Facts()
     for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
@@ -340,9 +339,9 @@ def _config_from_launch(facts: Facts) -> str | None:
 
 
 def _orderable_version(version: Any) -> str | None:
-    from doctor.playbook.conditions import version_key
+    from doctor.versions import version_key
 
-    return str(version) if version and any(version_key(str(version))) else None
+    return str(version) if version and version_key(version) is not None else None
 
 
 def _namespaces(facts: Facts) -> set[str]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from seed_commands import SEED_GLM_HANDOVER
+
 from doctor.engines.command import parse_command
 from doctor.engines.launch_facts import launch_facts
 
@@ -16,14 +18,7 @@ def facts_of(text: str, version: str | None = None, **kw):
     return launch_facts(parse_command(text, engine_version=version, **kw))
 
 
-GLM = """python3 -m sglang.launch_server \\
-  --model nvidia/GLM-5.2-NVFP4 \\
-  --tensor-parallel-size 8 \\
-  --quantization modelopt_fp4 \\
-  --tool-call-parser glm47 \\
-  --reasoning-parser glm45 \\
-  --chunked-prefill-size 16384 \\
-  --mem-fraction-static 0.80"""
+GLM = SEED_GLM_HANDOVER
 
 
 def test_seed_glm_facts() -> None:

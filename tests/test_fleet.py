@@ -25,7 +25,7 @@ def _vllm_routes(metrics: Path) -> dict[str, tuple[str, bytes]]:
 
 @requires_shared
 def test_200_targets_with_10_percent_dead_finish_in_about_one_timeout(tmp_path: Path) -> None:
-    timeout = 1.0
+    timeout = 2.0  # generous: the one-thread test server shares 2 busy cores with 64 client threads
     with MultiPortServer(_vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_1.prom"), healthy=180, dead=20) as srv:
         targets = tmp_path / "fleet.yaml"
         targets.write_text("targets:\n" + "".join(

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from doctor.errors import InputError
 from doctor.hardware.catalog import lookup_gpu
-from doctor.hardware.gating import kernel_rules, kernel_support, version_key
+from doctor.hardware.gating import kernel_rules, kernel_support
 from doctor.hardware.spec import gpu_facts, parse_gpu_spec
 
 
@@ -129,14 +129,6 @@ def test_every_rule_cites_engine_source() -> None:
             for rule in rules:
                 assert engine in rule.evidence or "same assertion" in rule.evidence, (kernel, engine, rule.since)
                 assert ".py:" in rule.evidence or "same assertion" in rule.evidence
-
-
-def test_version_key() -> None:
-    assert version_key("0.5.6.post2") == (0, 5, 6)
-    assert version_key("v0.29.1rc1.dev9+g2671fedfc") == (0, 29, 1)
-    assert version_key("0.13.0") < version_key("0.25.0")
-    with pytest.raises(InputError):
-        version_key("latest")
 
 
 def test_unknown_engine_is_an_input_error() -> None:

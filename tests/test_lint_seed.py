@@ -10,61 +10,18 @@ from __future__ import annotations
 
 import pytest
 from conftest import requires_shared, shared_config
+from seed_commands import (
+    SEED_DSV3,
+    SEED_DSV3_EP,
+    SEED_GLM_DSA,
+    SEED_GLM_HANDOVER,
+    SEED_GQA,
+    SEED_QWEN35,
+    SEED_QWEN35_MM,
+)
 
 from doctor.lint import lint
 from doctor.sources import OfflineInputs, Workload
-
-GLM52_HANDOVER = """python3 -m sglang.launch_server \\
-  --model nvidia/GLM-5.2-NVFP4 \\
-  --tensor-parallel-size 8 \\
-  --quantization modelopt_fp4 \\
-  --tool-call-parser glm47 \\
-  --reasoning-parser glm45 \\
-  --chunked-prefill-size 16384 \\
-  --mem-fraction-static 0.80"""
-
-GLM52_LAUNCH = """# SGLang, GLM-5.2 NVFP4, 8×B300
-python3 -m sglang.launch_server \\
-  --model nvidia/GLM-5.2-NVFP4 \\
-  --tensor-parallel-size 8 \\
-  --quantization modelopt_fp4 \\
-  --tool-call-parser glm47 \\
-  --reasoning-parser glm45 \\
-  --trust-remote-code \\
-  --chunked-prefill-size 16384 \\
-  --mem-fraction-static 0.80"""
-
-QWEN36_GQA = """python -m sglang.launch_server \\
-  --model-path Qwen/Qwen3.6-27B \\
-  --tp-size 2 \\
-  --quantization fp8 --kv-cache-dtype fp8_e5m2 \\
-  --chunked-prefill-size 4096 \\
-  --enable-metrics"""
-
-DSV3_TP8 = """# vLLM, DeepSeek V3, 8×H200
-vllm serve deepseek-ai/DeepSeek-V3 \\
-  --tensor-parallel-size 8 \\
-  --dtype fp8 --kv-cache-dtype fp8 \\
-  --max-model-len 131072 \\
-  --gpu-memory-utilization 0.92"""
-
-DSV3_DP8 = """# For large scale, EP + DP attention
-vllm serve deepseek-ai/DeepSeek-V3 \\
-  -dp 8 --enable-expert-parallel \\
-  --dtype fp8 --kv-cache-dtype fp8"""
-
-QWEN35_TEXT = """vllm serve Qwen/Qwen3.5-397B-A17B-FP8 \\
-  -dp 8 --enable-expert-parallel \\
-  --language-model-only \\
-  --reasoning-parser qwen3 \\
-  --enable-prefix-caching"""
-
-QWEN35_MM = """vllm serve Qwen/Qwen3.5-397B-A17B-FP8 \\
-  -dp 8 --enable-expert-parallel \\
-  --mm-encoder-tp-mode data \\
-  --mm-processor-cache-type shm \\
-  --reasoning-parser qwen3 \\
-  --enable-prefix-caching"""
 
 # "Same Conditions, Different Architectures", GLM-5.2 line, as a command.
 GLM52_SAME_CONDITIONS = ("python3 -m sglang.launch_server --model nvidia/GLM-5.2-NVFP4 "
@@ -86,7 +43,7 @@ def _ids(result, at_least: str = "info") -> set[str]:
 
 
 @requires_shared
-@pytest.mark.parametrize("command", [GLM52_HANDOVER, GLM52_LAUNCH])
+@pytest.mark.parametrize("command", [SEED_GLM_HANDOVER, SEED_GLM_DSA])
 def test_glm52_sglang_needs_ep_and_leaves_dsa_choices_to_the_engine(command: str) -> None:
     result = _lint(command, "zai-org__GLM-5.2.json", "8xB300")
     ids = _ids(result)
@@ -110,7 +67,7 @@ def test_enable_moe_ep_is_not_an_sglang_flag() -> None:
 
 
 @requires_shared
-@pytest.mark.parametrize("command", [DSV3_TP8, DSV3_DP8])
+@pytest.mark.parametrize("command", [SEED_DSV3, SEED_DSV3_EP])
 def test_vllm_has_no_dtype_fp8(command: str) -> None:
     result = _lint(command, "deepseek-ai__DeepSeek-V3.json", "8xH200")
     invalid = next(f for f in result.diagnosis.findings if f.id == "invalid-flag-value")
@@ -119,13 +76,13 @@ def test_vllm_has_no_dtype_fp8(command: str) -> None:
 
 @requires_shared
 def test_dsv3_tp8_without_ep_and_the_dp_ep_variant() -> None:
-    assert "moe-without-ep" in _ids(_lint(DSV3_TP8, "deepseek-ai__DeepSeek-V3.json", "8xH200"))
-    dp = _ids(_lint(DSV3_DP8, "deepseek-ai__DeepSeek-V3.json", "8xH200"))
+    assert "moe-without-ep" in _ids(_lint(SEED_DSV3, "deepseek-ai__DeepSeek-V3.json", "8xH200"))
+    dp = _ids(_lint(SEED_DSV3_EP, "deepseek-ai__DeepSeek-V3.json", "8xH200"))
     assert "moe-without-ep" not in dp and "kv-replicated-by-tp" not in dp
 
 
 @requires_shared
-@pytest.mark.parametrize("command", [QWEN35_TEXT, QWEN35_MM])
+@pytest.mark.parametrize("command", [SEED_QWEN35, SEED_QWEN35_MM])
 def test_qwen35_parsers_are_clean(command: str) -> None:
     """The seed's Qwen3.5-397B commands: `--reasoning-parser qwen3` is right and EP is on. No tool parser is
     set: that is only advice (info) unless someone reports tools-ignored."""
@@ -138,10 +95,10 @@ def test_qwen35_parsers_are_clean(command: str) -> None:
 
 @requires_shared
 def test_qwen35_prefix_caching_in_an_evaluation_pipeline() -> None:
-    casual = _lint(QWEN35_TEXT, "Qwen__Qwen3.5-397B-A17B.json", "8xH200")
+    casual = _lint(SEED_QWEN35, "Qwen__Qwen3.5-397B-A17B.json", "8xH200")
     [info] = [f for f in casual.diagnosis.findings if f.id == "hybrid-prefix-cache-nondeterminism"]
     assert info.severity == "info"
-    evaluation = _lint(QWEN35_TEXT, "Qwen__Qwen3.5-397B-A17B.json", "8xH200", reproducible=True)
+    evaluation = _lint(SEED_QWEN35, "Qwen__Qwen3.5-397B-A17B.json", "8xH200", reproducible=True)
     [warning] = [f for f in evaluation.diagnosis.findings if f.id == "hybrid-prefix-cache-nondeterminism"]
     assert warning.severity == "warning"
     assert "--no-enable-prefix-caching" in warning.fix
@@ -151,7 +108,7 @@ def test_seed_gqa_command_on_the_seed_scenario() -> None:
     """The seed's Qwen3.6-27B SGLang command, against the bundled scenario of the model as the seed
     describes it (dense GQA): nothing forced that should not be, EP moot; the seed forgot the reasoning
     parser of a Qwen3.6 (thinking) model."""
-    result = _lint(QWEN36_GQA, "example:seed-gqa-27b", "2xH200")
+    result = _lint(SEED_GQA, "example:seed-gqa-27b", "2xH200")
     ids = _ids(result)
     assert not ids & {"moe-without-ep", "kv-replicated-by-tp", "unknown-flag", "invalid-flag-value",
                       "flag-from-other-engine", "metrics-disabled"}

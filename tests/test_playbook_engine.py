@@ -14,10 +14,11 @@ import pytest
 
 from doctor.errors import InputError
 from doctor.facts import Facts
-from doctor.playbook.conditions import evaluate, version_key
+from doctor.playbook.conditions import evaluate
 from doctor.playbook.engine import diagnose
 from doctor.playbook.loader import load_playbooks, validate_dirs
 from doctor.playbook.template import render
+from doctor.versions import version_key
 
 CAUSES = """
 causes:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.options import playbooks_option, symptom_option, workload_options
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
@@ -18,6 +18,7 @@ Examples:
   llmdoctor check --endpoint localhost:30000
   llmdoctor check --endpoint http://10.0.0.5:8000 --api-key-env VLLM_API_KEY --symptom tools-ignored
   llmdoctor check --endpoint localhost:8000 --sample 10 --symptom memory-filling-fast
+  llmdoctor check --endpoint localhost:8000 --active --symptom tools-ignored
   llmdoctor check --command "$(cat launch.sh)" --config ~/models/GLM-5.2 --gpu 8xB300 --symptom launch-failure
   llmdoctor check --metrics scrape.prom --server-info server_info.json --config Qwen/Qwen3-8B
   llmdoctor check --snapshot incident-4711.json --format markdown
@@ -32,6 +33,7 @@ still printed.
 SNAPSHOT_EPILOG = """\b
 Examples:
   llmdoctor snapshot --endpoint localhost:30000 -o incident.json
+  llmdoctor snapshot --endpoint localhost:8000 --active -o tools.json
   llmdoctor snapshot --endpoint localhost:8000 --sample 10 --config Qwen/Qwen3-8B --gpu H100:2 -o s.json
   llmdoctor check --snapshot incident.json
 
@@ -58,6 +60,37 @@ def live_options(f: F) -> F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def active_options(f: F) -> F:
+    options = [
+        click.option("--active", is_flag=True,
+                     help="Also send a few small fixed requests (a tool call, a short question, repeated greedy "
+                          "requests, a tiny completion) and diagnose from what the server answers; see "
+                          "docs/active.md. Each request is bounded by --timeout (30 s when --timeout is not given)."),
+        click.option("--model", metavar="NAME", help="Served model the active probes ask (default: the first of "
+                                                     "/v1/models)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _active_timeout(active: bool, model: str | None, endpoint: str | None, timeout_s: float) -> float | None:
+    """Per-request deadline of the active probes: --timeout when given, else their own default."""
+    if model and not active:
+        raise InputError("--model names the model the active probes ask: it needs --active")
+    if not active:
+        return None
+    if not endpoint:
+        raise InputError("--active sends requests to a live server: it needs --endpoint (a --snapshot replays the "
+                         "active probes it recorded)")
+    from click.core import ParameterSource
+
+    from doctor.probes.active import DEFAULT_TIMEOUT_S
+
+    explicit = click.get_current_context().get_parameter_source("timeout_s") is not ParameterSource.DEFAULT
+    return timeout_s if explicit else DEFAULT_TIMEOUT_S
 
 
 def offline_options(f: F) -> F:
@@ -101,6 +134,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 
 @click.command("check", epilog=CHECK_EPILOG)
 @live_options
+@active_options
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
@@ -114,7 +148,8 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
 def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
-          snapshot_file: str | None, targets_file: str | None, command_text: str | None, command_file: str | None, config: str | None,
+          active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
+          command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
           nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
           reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
@@ -133,6 +168,8 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
     if targets_file:
         if endpoint or snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
+        if active:
+            raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                        nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature))
@@ -140,9 +177,11 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
                                               offline.server_info, offline.nvidia_smi))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
                          "and --config (see llmdoctor check --help)")
+    active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=api_key_env, timeout_s=timeout_s,
                                  sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=offline,
-                                 symptoms=symptoms, playbook_dirs=playbook_dirs))
+                                 symptoms=symptoms, playbook_dirs=playbook_dirs, active=active, model=model,
+                                 active_timeout_s=active_timeout_s))
     _render(run, fmt, verbose)
     if run.unreachable and not snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
@@ -155,12 +194,7 @@ def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playb
     from doctor.fleet import fleet_markdown, fleet_text, load_targets, run_fleet
 
     fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
-    if fmt == "json":
-        import json
-
-        emit(json.dumps(fleet.to_dict(), indent=2, default=str))
-    else:
-        emit(fleet_markdown(fleet) if fmt == "markdown" else fleet_text(fleet))
+    emit_document(fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
     if not any(r.reachable for r in fleet.results):
         click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
         return EXIT_UNREACHABLE
@@ -168,27 +202,20 @@ def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playb
 
 
 def _render(run: Any, fmt: str, verbose: bool) -> None:
-    if fmt == "json":
-        import json
+    from doctor.render.check import check_markdown, check_text
 
-        emit(json.dumps(run.to_dict(), indent=2, default=str))
-    elif fmt == "markdown":
-        from doctor.render.check import check_markdown
-
-        emit(check_markdown(run))
-    else:
-        from doctor.render.check import check_text
-
-        emit(check_text(run, verbose=verbose))
+    emit_document(fmt, run, text=lambda: check_text(run, verbose=verbose), markdown=lambda: check_markdown(run))
 
 
 @click.command("snapshot", epilog=SNAPSHOT_EPILOG)
 @live_options
+@active_options
 @offline_options
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
 def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+             active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
@@ -198,7 +225,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
     report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
     """
-    from doctor.check import snapshot_inputs, unreachable_reason
+    from doctor.check import active_results, snapshot_inputs, unreachable_reason
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
     from doctor.snapshot import build_snapshot, write_snapshot
@@ -211,13 +238,17 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
     offline = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
                        Workload(context, users, reproducible, text_only, temperature))
     inputs = snapshot_inputs(offline)
+    active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     target = Target.parse(endpoint)
     api_key = api_key_from_env(api_key_env) if api_key_env else None
-    results = run_probes(target, ProbeOptions(timeout_s=timeout_s, api_key=api_key, sample_s=sample_s, pid=pid))
+    probe_opts = ProbeOptions(timeout_s=timeout_s, api_key=api_key, sample_s=sample_s, pid=pid)
+    results = run_probes(target, probe_opts)
     error = unreachable_reason(results)
     if error:
         click.echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
         return EXIT_UNREACHABLE
+    if active:
+        results += active_results(target, probe_opts, results, offline, model=model, timeout_s=active_timeout_s)
     write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")

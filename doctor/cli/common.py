@@ -54,3 +54,15 @@ def use_color() -> bool:
 
 def emit(text: str) -> None:
     click.echo(text.rstrip("\n"), color=use_color())
+
+
+def emit_document(fmt: str, document: Any, *, text: Callable[[], str], markdown: Callable[[], str] | None = None) -> None:
+    """One result in the format asked for: the versioned JSON document, Markdown, or text for people."""
+    if fmt == "json":
+        import json
+
+        emit(json.dumps(document.to_dict(), indent=2, default=str))
+    elif fmt == "markdown" and markdown is not None:
+        emit(markdown())
+    else:
+        emit(text())

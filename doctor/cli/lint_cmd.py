@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.options import playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
 
@@ -57,18 +57,9 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
     inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu,
                            workload=Workload(context, users, reproducible, text_only, temperature))
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
-    if fmt == "json":
-        import json
+    from doctor.render.lint import lint_markdown, lint_text
 
-        emit(json.dumps(result.to_dict(), indent=2, default=str))
-    elif fmt == "markdown":
-        from doctor.render.lint import lint_markdown
-
-        emit(lint_markdown(result))
-    else:
-        from doctor.render.lint import lint_text
-
-        emit(lint_text(result, verbose=verbose))
+    emit_document(fmt, result, text=lambda: lint_text(result, verbose=verbose), markdown=lambda: lint_markdown(result))
     return exit_code(result.diagnosis.findings, fail_on)
 
 

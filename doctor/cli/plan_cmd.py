@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.options import _tokens  # the --context parser every command shares
 from doctor.errors import EXIT_FINDINGS
 
@@ -68,18 +68,9 @@ def plan(config: str, gpu: str, context: int | None, users: int | None, rps: flo
                           engine_version=engine_version, weights_dtype=weights_dtype, model_path=model_path,
                           text_only=text_only)
     result = make_plan(request)
-    if fmt == "json":
-        import json
+    from doctor.render.plan import plan_markdown, plan_text
 
-        emit(json.dumps(result.to_dict(), indent=2, default=str))
-    elif fmt == "markdown":
-        from doctor.render.plan import plan_markdown
-
-        emit(plan_markdown(result))
-    else:
-        from doctor.render.plan import plan_text
-
-        emit(plan_text(result, verbose=verbose))
+    emit_document(fmt, result, text=lambda: plan_text(result, verbose=verbose), markdown=lambda: plan_markdown(result))
     rc = exit_code([f for f, _ in result.findings()], fail_on)
     if result.status == "does-not-run" and fail_on != "never":
         rc = EXIT_FINDINGS

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
+from doctor.versions import release
+from doctor.versions import version_key as _version_key
 
 ENGINES = ("vllm", "sglang")
 CATALOG_DIR = Path(__file__).resolve().parent / "catalogs"
@@ -36,28 +38,12 @@ BOOLEAN_ACTIONS = {"store_true", "store_false", "BooleanOptionalAction"}
 # ---------------------------------------------------------------------------------------------
 # Versions
 # ---------------------------------------------------------------------------------------------
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[.-]?(post|rc|dev|a|b)(\d*))?", re.IGNORECASE)
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key: release numbers padded to 4, then pre-release (below) / post-release (above).
-
-    Raises ValueError for text that is not a version (``latest``, ``nightly``).
-    """
-    m = _VERSION.fullmatch(version.strip())
-    if not m:
+def version_key(version: str) -> tuple[Any, ...]:
+    """Catalog order (doctor/versions.py); ValueError for text that is not a version (``latest``)."""
+    key = _version_key(version)
+    if key is None:
         raise ValueError(f"not a version: {version!r}")
-    release = [int(p) for p in m.group(1).split(".")][:4]
-    release += [0] * (4 - len(release))
-    tag, num = (m.group(2) or "").lower(), int(m.group(3) or 0)
-    phase = {"dev": 0, "a": 1, "b": 2, "rc": 3, "": 4, "post": 5}[tag]
-    return (*release, phase, num)
-
-
-def parse_version(text: str) -> str | None:
-    """The version inside an image tag or version string (``v0.13.0-cu129`` → ``0.13.0``), else None."""
-    m = re.search(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?post\d+|rc\d+)?)", text)
-    return m.group(1) if m else None
+    return key
 
 
 def available(engine: str) -> list[str]:
@@ -95,7 +81,7 @@ def choose_version(engine: str, requested: str | None) -> tuple[str, str]:
     if not below:
         return oldest, f"{engine} {requested} is older than the oldest catalog: flags checked against {oldest}"
     chosen = below[-1]
-    if version_key(chosen)[:4] == want[:4]:
+    if release(chosen) == release(requested):
         return chosen, ""  # a post-release of a catalogued version
     if chosen == newest:
         return chosen, f"{engine} {requested} is newer than the newest catalog: flags checked against {newest}"

@@ -27,12 +27,12 @@ from doctor.engines.catalog import (
     Resolution,
     flag_history,
     load_catalog,
-    parse_version,
     version_key,
 )
 from doctor.engines.semantics import equivalent_dest, folk_flag
 from doctor.errors import InputError
 from doctor.redact import MASK, is_secret_name, redact_env, redact_text
+from doctor.versions import extract_version
 
 _BOOLEAN_NAME = re.compile(r"^--(enable|disable|no|use|trust|skip|allow|force|show|log)-")
 _HUMAN_INT = re.compile(r"^(-?\d+(?:\.\d+)?)([kmgtKMGT]?)$")
@@ -195,7 +195,7 @@ def _entry_notes(entry: str, catalog: Catalog) -> list[str]:
 
 
 def _clean_version(text: str) -> str:
-    found = parse_version(text)
+    found = extract_version(text)
     if found is None:
         raise InputError(f"engine version: {text!r} is not a version number (expected e.g. 0.13.0)")
     return found

@@ -24,6 +24,7 @@ from typing import Any
 from doctor.errors import InputError
 from doctor.facts import Facts
 from doctor.redact import redact_text
+from doctor.versions import version_at_least, version_key
 
 ENGINES = ("vllm", "sglang")
 DATA_FILE = Path(__file__).with_name("families.yaml")
@@ -36,53 +37,7 @@ _VARIANT_KEYS = {"id", "names", "reasoning", "thinking_toggle", "thinking_defaul
                  "sources", "notes"}
 _SPEC_KEYS = {"name", "since", "registered", "since_why", "why", "earlier", "also"}
 _SOURCE_KEYS = {"vllm", "sglang", "model"}
-_VERSION = re.compile(
-    r"^v?(?P<release>\d+(?:\.\d+)*)"
-    r"(?:[-_.]?(?P<pre>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d*))?"
-    r"(?:[-_.]?post[-_.]?(?P<post>\d*)|-(?P<build>\d+))?"
-    r"(?:[-_.]?dev[-_.]?(?P<dev>\d*))?"
-    r"(?:\+[0-9A-Za-z.]+)?$",
-    re.IGNORECASE,
-)
-_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 _HASH = re.compile(r"^[0-9a-f]{16,}$")
-
-
-# -- versions ----------------------------------------------------------------------------------------
-def parse_version(version: str) -> tuple[Any, ...] | None:
-    """A sortable key for a PEP 440-ish engine version (``0.10.1.1``, ``0.5.1.post3``, ``v0.11.0rc1``,
-    ``0.13.0+cu129``, ``0.23.0-2``), or None when it is not one (``latest``, ``nightly``).
-
-    Own parser rather than ``packaging``: this sits on the lint/check start-up path and must not import
-    more than it needs; engine versions never use epochs.
-    """
-    match = _VERSION.match(str(version).strip())
-    if match is None:
-        return None
-    release = tuple(int(part) for part in match["release"].split("."))
-    while len(release) > 1 and release[-1] == 0:
-        release = release[:-1]
-    dev = match["dev"]
-    post = match["post"] if match["post"] is not None else match["build"]
-    if match["pre"]:
-        pre: tuple[int, int] = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
-    elif dev is not None and post is None:
-        pre = (-1, 0)  # 1.0.dev3 sorts before 1.0a1
-    else:
-        pre = (3, 0)  # a final release sorts after its pre-releases
-    post_key = -1 if post is None else int(post or 0)
-    dev_key = float("inf") if dev is None else int(dev or 0)
-    return (release, pre, post_key, dev_key)
-
-
-def version_at_least(version: str, since: str) -> bool:
-    """True when engine ``version`` is ``since`` or newer (``0.5.1.post3`` >= ``0.5.1``)."""
-    have, need = parse_version(version), parse_version(since)
-    if have is None:
-        raise InputError(f"engine version: {version!r} is not a version number (expected e.g. 0.13.0)")
-    if need is None:
-        raise InputError(f"{_LABEL}: since: {since!r} is not a version number")
-    return have >= need
 
 
 # -- the table's types ---------------------------------------------------------------------------------
@@ -106,7 +61,7 @@ class ParserSpec:
 
     def at(self, version: str | None) -> tuple[str | None, str | None]:
         """The (name, since) to expect on engine ``version`` (None or unparseable: the current name)."""
-        if self.name is None or version is None or parse_version(version) is None:
+        if self.name is None or version is None or version_key(version) is None:
             return self.name, self.since
         if self.since is None or version_at_least(version, self.since):
             return self.name, self.since
@@ -118,7 +73,7 @@ class ParserSpec:
     def accepted(self, version: str | None = None) -> tuple[str, ...]:
         """Every name that parses this family correctly: the one expected at ``version`` (all current and
         earlier names when the version is unknown) and the aliases in ``also``."""
-        if version is None or parse_version(version) is None:
+        if version is None or version_key(version) is None:
             names = ([self.name] if self.name else []) + [name for name, _ in self.earlier]
         else:
             names = [name for name in [self.at(version)[0]] if name]
@@ -312,13 +267,13 @@ def _check_spec(spec: Any, where: str) -> None:
         if not spec.get("why"):
             raise InputError(f"{where}.why: a family without a parser must say why")
         return
-    if not isinstance(spec["name"], str) or parse_version(str(spec.get("since"))) is None:
+    if not isinstance(spec["name"], str) or version_key(str(spec.get("since"))) is None:
         raise InputError(f"{where}.since: missing or not a version")
     if not spec.get("registered"):
         raise InputError(f"{where}.registered: missing (the wheel file:line that registers {spec['name']})")
     for item in spec.get("earlier") or []:
         if (not isinstance(item, dict) or set(item) != {"name", "since"}
-                or parse_version(str(item["since"])) is None
+                or version_key(str(item["since"])) is None
                 or version_at_least(str(item["since"]), str(spec["since"]))):
             raise InputError(f"{where}.earlier: each needs name and a since older than {spec['since']}")
 

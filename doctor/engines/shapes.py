@@ -15,8 +15,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from doctor.engines.catalog import parse_version
 from doctor.errors import InputError
+from doctor.versions import extract_version
 
 WHERE = "launch command"
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -270,7 +270,7 @@ def _docker(tokens: list[str]) -> Launch | None:
         raise InputError(f"{WHERE}: `docker run` without an image")
     image, rest = tokens[i], tokens[i + 1:]
     engine = _engine_of_image(image)
-    version = parse_version(image.rpartition(":")[2]) if ":" in image.rpartition("/")[2] else None
+    version = extract_version(image.rpartition(":")[2]) if ":" in image.rpartition("/")[2] else None
     entry = f"docker {image}"
     if rest:
         inner = _entry(_strip_env(rest, env)[0], "docker") if not rest[0].startswith("-") else None
@@ -359,7 +359,7 @@ def _from_container(container: dict[str, Any]) -> Launch | None:
                 launch.env = {**env, **local, **launch.env}
                 break
     engine = _engine_of_image(image) if image else None
-    version = parse_version(image.rpartition(":")[2]) if image and ":" in image.rpartition("/")[2] else None
+    version = extract_version(image.rpartition(":")[2]) if image and ":" in image.rpartition("/")[2] else None
     if launch is None:
         if engine is None or not tokens:
             return None

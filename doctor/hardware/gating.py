@@ -9,7 +9,6 @@ we know.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from doctor.errors import InputError
 from doctor.hardware.catalog import GpuModel
+from doctor.versions import release, require_key
 
 KERNELS_PATH = Path(__file__).with_name("kernels.yaml")
 ENGINES = ("vllm", "sglang")
@@ -28,14 +28,6 @@ class KernelRule:
     sm: frozenset[int]
     only: str | None
     evidence: str
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """``0.5.6.post2`` -> (0, 5, 6): release order; pre/post/dev tags do not move a rule boundary."""
-    numbers = re.findall(r"\d+", version.split("+")[0].split("rc")[0].split(".post")[0].split(".dev")[0])
-    if not numbers:
-        raise InputError(f"engine version {version!r}: no release number in it")
-    return tuple(int(n) for n in numbers[:3])
 
 
 @lru_cache(maxsize=1)
@@ -51,7 +43,7 @@ def kernel_rules() -> dict[str, dict[str, tuple[KernelRule, ...]]]:
             rules = [KernelRule(str(r["since"]), frozenset(r["sm"]), r.get("only"), r["evidence"])
                      for r in spec.get(engine) or ()]
             if rules:
-                per_engine[engine] = tuple(sorted(rules, key=lambda r: version_key(r.since)))
+                per_engine[engine] = tuple(sorted(rules, key=lambda r: require_key(r.since)))
         out[kernel] = per_engine
     return out
 
@@ -59,8 +51,10 @@ def kernel_rules() -> dict[str, dict[str, tuple[KernelRule, ...]]]:
 def _rule_at(rules: tuple[KernelRule, ...], version: str | None) -> KernelRule | None:
     if version is None:
         return rules[-1]
-    key = version_key(version)
-    applicable = [r for r in rules if version_key(r.since) <= key]
+    # pre/post tags do not move a rule boundary: 0.5.6.post2 follows the 0.5.6 rules
+    require_key(version)
+    key = release(version)
+    applicable = [r for r in rules if release(r.since) <= key]
     return applicable[-1] if applicable else None
 
 

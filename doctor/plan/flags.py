@@ -205,7 +205,8 @@ def _parser_flags(engine: str, catalog: Catalog, family: Family | None, notes: l
     if family is None:
         notes.append("no model family matched (doctor/engines/families.yaml): no tool-call or reasoning parser set")
         return []
-    from doctor.engines.families import expected_facts, version_at_least
+    from doctor.engines.families import expected_facts
+    from doctor.versions import version_at_least
 
     expect = expected_facts(family, engine, catalog.version)
     out: list[FlagChoice] = []

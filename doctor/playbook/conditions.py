@@ -16,6 +16,7 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import Evidence
+from doctor.versions import version_key
 
 Tri = bool | None  # True, False, or None for unknown
 
@@ -129,17 +130,13 @@ def _compare(op: str, value: Any, expected: Any) -> bool | None:
         if op == "matches":
             return isinstance(value, str) and isinstance(expected, str) and re.search(expected, value) is not None
         if op in ("version_lt", "version_ge"):
-            older = version_key(str(value)) < version_key(str(expected))
-            return older if op == "version_lt" else not older
+            have, need = version_key(value), version_key(expected)
+            if have is None or need is None:  # "latest", "nightly": not comparable, so not older either
+                return None
+            return have < need if op == "version_lt" else have >= need
     except TypeError:
         return None
     return None
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """Order engine versions (0.5.4.post3 < 0.5.10 < 0.33.0) without importing `packaging` on the hot path."""
-    nums = [int(n) for n in re.findall(r"\d+", version.split("+")[0])[:4]]
-    return tuple(nums + [0] * (4 - len(nums)))
 
 
 def _is_number(x: Any) -> bool:

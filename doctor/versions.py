@@ -1,0 +1,70 @@
+"""Engine versions: one parser and one ordering for every comparison the tool makes.
+
+PEP 440-ish, without importing `packaging` on the start-up path: ``0.10.1.1``, ``0.5.1.post3``,
+``v0.11.0rc1``, ``0.13.0+cu129``, ``0.23.0-2`` are versions; ``latest`` and ``nightly`` are not. Release
+numbers are padded, so ``0.5`` == ``0.5.0``; pre-releases sort below their release, post-releases above.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from doctor.errors import InputError
+
+_VERSION = re.compile(
+    r"^v?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(?P<pre>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d*))?"
+    r"(?:[-_.]?post[-_.]?(?P<post>\d*)|-(?P<build>\d+))?"
+    r"(?:[-_.]?dev[-_.]?(?P<dev>\d*))?"
+    r"(?:\+[0-9A-Za-z.]+)?$",
+    re.IGNORECASE,
+)
+_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_RELEASE_WIDTH = 5
+#: a version inside an image tag or a longer string (``v0.13.0-cu129``, ``lmsysorg/sglang:v0.5.4.post3``)
+_EMBEDDED = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?post\d+|rc\d+)?)")
+
+
+def version_key(version: Any) -> tuple[Any, ...] | None:
+    """A sortable key for ``version``, or None when it is not a version number."""
+    match = _VERSION.match(str(version).strip())
+    if match is None:
+        return None
+    release = [int(part) for part in match["release"].split(".")][:_RELEASE_WIDTH]
+    release += [0] * (_RELEASE_WIDTH - len(release))
+    dev = match["dev"]
+    post = match["post"] if match["post"] is not None else match["build"]
+    if match["pre"]:
+        pre = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
+    elif dev is not None and post is None:
+        pre = (-1, 0)  # 1.0.dev3 sorts before 1.0a1
+    else:
+        pre = (3, 0)  # a final release sorts after its pre-releases
+    post_key = -1 if post is None else int(post or 0)
+    dev_key = float("inf") if dev is None else int(dev or 0)
+    return (*release, *pre, post_key, dev_key)
+
+
+def release(version: Any) -> tuple[int, ...] | None:
+    """Just the release numbers (``0.5.4.post3`` → (0, 5, 4, 0, 0)): post-releases share their base's rules."""
+    key = version_key(version)
+    return None if key is None else key[:_RELEASE_WIDTH]
+
+
+def require_key(version: Any, what: str = "engine version") -> tuple[Any, ...]:
+    key = version_key(version)
+    if key is None:
+        raise InputError(f"{what}: {str(version)!r} is not a version number (expected e.g. 0.13.0)")
+    return key
+
+
+def version_at_least(version: Any, since: Any) -> bool:
+    """True when ``version`` is ``since`` or newer (``0.5.1.post3`` >= ``0.5.1``); InputError for non-versions."""
+    return require_key(version) >= require_key(since, "since")
+
+
+def extract_version(text: str) -> str | None:
+    """The version inside an image tag or version string (``v0.13.0-cu129`` → ``0.13.0``), else None."""
+    match = _EMBEDDED.search(text)
+    return match.group(1) if match else None
