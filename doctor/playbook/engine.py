@@ -78,16 +78,13 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     else:
         selected = [p for p in pbset.playbooks.values()
                     if p.applies_when is None or evaluate(p.applies_when, facts).value is True]
-    found: dict[str, Finding] = {}
-    unchecked: dict[tuple[str, str], Unchecked] = {}
+    walk = _Walk(facts, pbset, tuple(unreachable))
     for playbook in selected:
         diagnosis.ran.append(playbook.symptom)
-        _walk(playbook.tree, facts, playbook, pbset, [], found, unchecked)
-    diagnosis.findings = sorted(found.values(), key=Finding.sort_key)
-    # A cause already diagnosed elsewhere needs no "could not check" line, nor one this command cannot check.
-    skip = tuple(unreachable)
-    diagnosis.unchecked = [u for (_, cause), u in unchecked.items()
-                           if cause not in found and not all(_under(k, skip) for k in u.missing)]
+        walk.nodes(playbook.tree, playbook, [])
+    diagnosis.findings = sorted(walk.found.values(), key=Finding.sort_key)
+    # A cause already diagnosed elsewhere needs no "could not check" line.
+    diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
     return diagnosis
 
 
@@ -101,28 +98,43 @@ def _require(pbset: PlaybookSet, symptom: str) -> Playbook:
     return playbook
 
 
-def _walk(nodes: list[dict[str, Any]], facts: Facts, playbook: Playbook, pbset: PlaybookSet,
-          chain: list[Evidence], found: dict[str, Finding], unchecked: dict[tuple[str, str], Unchecked]) -> None:
-    for node in nodes:
-        outcome = evaluate(node["when"], facts) if "when" in node else None
-        if outcome is not None and outcome.value is None:
-            for cause_id in _causes_below(node):
-                key = (playbook.symptom, cause_id)
-                if key not in unchecked:
-                    unchecked[key] = _unchecked(playbook.symptom, cause_id, outcome.missing, facts, node)
-            continue
-        if outcome is not None and outcome.value is False:
-            continue
-        path = chain + (outcome.support if outcome else [])
-        if "cause" in node:
-            finding = _finding(pbset.causes[node["cause"]], node, playbook, path, facts)
-            previous = found.get(finding.id)
-            if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
-                found[finding.id] = finding
-        else:
-            _walk(node["then"], facts, playbook, pbset, path, found, unchecked)
-        if node.get("stop"):
-            break
+@dataclass
+class _Walk:
+    """One diagnosis: the findings and unchecked branches collected over every tree it walks."""
+
+    facts: Facts
+    pbset: PlaybookSet
+    #: namespaces/keys this command cannot gather: branches unknown only for want of them are not recorded
+    unreachable: tuple[str, ...]
+    found: dict[str, Finding] = field(default_factory=dict)
+    unchecked: dict[tuple[str, str], Unchecked] = field(default_factory=dict)
+
+    def nodes(self, nodes: list[dict[str, Any]], playbook: Playbook, chain: list[Evidence]) -> None:
+        for node in nodes:
+            outcome = evaluate(node["when"], self.facts) if "when" in node else None
+            if outcome is not None and outcome.value is None:
+                self._record_unknown(node, playbook, outcome.missing)
+                continue
+            if outcome is not None and outcome.value is False:
+                continue
+            path = chain + (outcome.support if outcome else [])
+            if "cause" in node:
+                finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts)
+                previous = self.found.get(finding.id)
+                if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
+                    self.found[finding.id] = finding
+            else:
+                self.nodes(node["then"], playbook, path)
+            if node.get("stop"):
+                break
+
+    def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
+        if all(_under(k, self.unreachable) for k in missing):
+            return
+        for cause_id in _causes_below(node):
+            key = (playbook.symptom, cause_id)
+            if key not in self.unchecked:
+                self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self.facts, node)
 
 
 def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: list[Evidence],
