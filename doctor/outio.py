@@ -23,6 +23,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
+            # mkstemp makes the file 0600; give it the mode a plain open() would (Prometheus must read rules).
+            os.fchmod(fh.fileno(), _mode_for(target))
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
@@ -31,3 +33,13 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The replaced file's mode, or what the umask gives a new file."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
