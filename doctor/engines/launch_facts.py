@@ -21,6 +21,9 @@ _PROBLEM_FACTS = {
     "too_new_flag": "launch.too_new_flags",
     "abbreviated_flag": "launch.abbreviated_flags",
     "ambiguous_flag": "launch.ambiguous_flags",
+    "missing_value": "launch.missing_values",
+    "unexpected_positional": "launch.unexpected_positionals",
+    "duplicate_flag": "launch.duplicate_flags",
 }
 
 
