@@ -81,11 +81,13 @@ def derive_kernel_support(facts: Facts) -> None:
 
 
 def derive_quantization_match(facts: Facts) -> None:
-    if "launch.quantization" not in facts or "model.quantization" not in facts:
+    if "launch.quantization" not in facts:
         return
     given = facts.get("launch.quantization")
     if given is None:
         facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
+        return
+    if "model.quantization" not in facts:
         return
     if facts.get("model.same_checkpoint") is False:
         facts.error("launch.quantization_matches", f"the config ({facts.get('model.name')}) is not the served "
