@@ -46,9 +46,15 @@ def write_snapshot(path: str | os.PathLike[str], snap: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(snap, indent=1, ensure_ascii=False) + "\n")
 
 
+EXAMPLE_PREFIX = "example:"
+
+
 def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Load and check a snapshot; anything wrong is one InputError naming the file and the key."""
-    file = Path(path)
+    """Load and check a snapshot; anything wrong is one InputError naming the file and the key.
+
+    ``example:NAME`` reads a scenario snapshot bundled with the package (doctor/examples/snapshots/NAME.json).
+    """
+    file = _example(str(path)) if str(path).startswith(EXAMPLE_PREFIX) else Path(path)
     try:
         size = file.stat().st_size
         if size > MAX_SNAPSHOT_BYTES:
@@ -68,6 +74,16 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise InputError(f"{file}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     _check(file, snap)
     return snap
+
+
+def _example(spec: str) -> Path:
+    folder = Path(__file__).resolve().parent / "examples" / "snapshots"
+    name = spec[len(EXAMPLE_PREFIX):]
+    file = folder / f"{name}.json"
+    if not name or "/" in name or not file.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.json"))) or "none installed"
+        raise InputError(f"{spec}: no such bundled snapshot (available: {known})")
+    return file
 
 
 def _check(file: Path, snap: Any) -> None:
