@@ -37,7 +37,8 @@ class Layout:
 def layout_from_facts(facts: Facts) -> Layout | None:
     """Read the parallel layout from launch.* facts (engine flags differ: SGLang's DP attention lives inside TP)."""
     engine = facts.get("launch.engine")
-    tp = int(facts.get("launch.tp") or 1)
+    # No launch command: the fit question is "on these GPUs", so spread the model over all of them (TP).
+    tp = int(facts.get("launch.tp") or (facts.get("gpu.count") if engine is None else None) or 1)
     dp = int(facts.get("launch.dp") or 1)
     pp = int(facts.get("launch.pp") or 1)
     if tp < 1 or dp < 1 or pp < 1:
