@@ -37,7 +37,12 @@ Exit codes (all commands):
 \b
 Examples:
   llmdoctor inspect example:seed-gqa-27b
-  llmdoctor inspect ~/models/Qwen3-8B --format json
+  llmdoctor lint "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --dtype fp8"
+  llmdoctor plan ~/models/GLM-5 --gpu 8xB300 --context 32k --users 100
+  llmdoctor check --endpoint localhost:30000
+  llmdoctor check --snapshot example:vllm-kv-full
+  llmdoctor report --prometheus http://prometheus:9090 -o report.html
+  llmdoctor COMMAND --help     (every command explains itself, with examples)
 """
 
 
@@ -70,7 +75,7 @@ def main() -> None:
 
     try:
         # Commands return their exit code; --help and --version return 0.
-        rc = cli.main(standalone_mode=False)
+        rc = cli.main(prog_name="llmdoctor", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

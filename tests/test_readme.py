@@ -1,0 +1,48 @@
+"""Every command the README shows works as printed, and the output it shows is what the tool prints.
+
+Runnable examples are the `$ llmdoctor …` lines of ```console blocks; the lines after one are its output,
+checked line by line against a real run (lines with "…" are elisions; timings and ports vary and are not
+compared). The two set-up commands must stay at the top.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from conftest import ROOT, run_cli
+
+README = (ROOT / "README.md").read_text()
+VOLATILE = re.compile(r"\d+ ms|127\.0\.0\.1:\d+")
+
+
+def _examples() -> list[tuple[str, list[str]]]:
+    examples = []
+    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("$ llmdoctor "):
+                end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("$ ")), len(lines))
+                examples.append((line[2:], lines[i + 1:end]))
+    return examples
+
+
+def test_setup_commands_come_first() -> None:
+    head = README.split("## ", 1)[0]
+    assert "pip install . && llmdoctor inspect example:seed-gqa-27b" in head
+    assert "pip install '.[test]' && pytest" in head
+    assert "pip install '.[test]' && pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize(("command", "shown"), _examples(), ids=lambda v: v if isinstance(v, str) else "")
+def test_readme_example(command: str, shown: list[str], tmp_path) -> None:
+    args = shlex.split(command)[1:]
+    result = run_cli(*args, env={"COLUMNS": "100"})
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr
+    printed = {line.rstrip() for line in result.stdout.splitlines()}
+    for line in shown:
+        if "…" in line or VOLATILE.search(line) or not line.strip():
+            continue
+        assert line.rstrip() in printed, f"README shows a line the tool does not print: {line!r}"
