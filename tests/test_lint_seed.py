@@ -122,3 +122,19 @@ def test_a_right_command_lints_clean_on_every_version_it_is_valid_for() -> None:
     for version in ("0.5.4", "0.5.8", "0.5.23"):
         result = lint(OfflineInputs(command=command, engine_version=version, gpu="H100"))
         assert not _ids(result, "warning"), (version, [(f.id, f.what) for f in result.diagnosis.findings])
+
+
+@requires_shared
+def test_hybrid_chunk_must_be_a_multiple_of_the_engine_block_size() -> None:
+    """Qwen3-Next (real config): vLLM's hybrid manager makes an attention page as large as one GDN state page,
+    16·ceil(1,097,728 B ÷ (16 × 2,048 B)) = 544 tokens; 8192 is not a multiple of it (seed: One Block Size
+    Determines Other Settings in a Chain)."""
+    command = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking -tp 4 --enable-expert-parallel "
+               "--max-num-batched-tokens {} --reasoning-parser qwen3")
+    config = str(shared_config("Qwen__Qwen3-Next-80B-A3B-Thinking.json"))
+    bad = lint(OfflineInputs(command=command.format(8192), config=config))
+    assert bad.facts.get("engine.block_size") == 544
+    [finding] = [f for f in bad.diagnosis.findings if f.id == "hybrid-chunk-misaligned"]
+    assert "544" in finding.fix and "8192" in finding.what
+    good = lint(OfflineInputs(command=command.format(544 * 16), config=config))
+    assert "hybrid-chunk-misaligned" not in {f.id for f in good.diagnosis.findings}
