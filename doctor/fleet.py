@@ -76,9 +76,9 @@ def load_targets(path: str) -> list[TargetSpec]:
     """A YAML or JSON list of endpoints (strings or objects), or ``{targets: [...]}``; errors name file and index."""
     from doctor.redact import redact_text
     from doctor.sources import read_text
-    from doctor.yamlsafe import load_yaml
+    from doctor.yamlsafe import MAX_YAML_BYTES, load_yaml
 
-    data, _node = load_yaml(read_text(path, "--targets"), path)
+    data, _node = load_yaml(read_text(path, "--targets", limit=MAX_YAML_BYTES), path)
     items = data.get("targets") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a list of targets (or targets: [...])")

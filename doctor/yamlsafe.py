@@ -17,6 +17,16 @@ MAX_YAML_BYTES = 4 * 1024 * 1024
 
 def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> tuple[Any, Any]:
     """Return ``(data, node)``: the plain data and PyYAML's node tree (for line numbers), or raise InputError."""
+    documents = _load(text, source, max_bytes, single=True)
+    return documents[0] if documents else (None, None)
+
+
+def load_yaml_documents(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> list[Any]:
+    """Every ``---``-separated document (a pasted Kubernetes manifest), with the same refusals as :func:`load_yaml`."""
+    return [data for data, _node in _load(text, source, max_bytes, single=False)]
+
+
+def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> list[tuple[Any, Any]]:
     import yaml
 
     if isinstance(text, bytes):
@@ -33,11 +43,18 @@ def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    documents: list[tuple[Any, Any]] = []
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _reject_aliases(node, source)
-        data = loader.construct_document(node) if node is not None else None
+        if single:
+            node = loader.get_single_node()
+            if node is not None:
+                _reject_aliases(node, source)
+                documents.append((loader.construct_document(node), node))
+        else:
+            while loader.check_node():
+                node = loader.get_node()
+                _reject_aliases(node, source)
+                documents.append((loader.construct_document(node), node))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -47,7 +64,7 @@ def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES
         raise InputError(f"{source}: YAML nested too deeply") from None
     finally:
         loader.dispose()
-    return data, node
+    return documents
 
 
 def _reject_aliases(root: Any, source: str) -> None:

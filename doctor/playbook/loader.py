@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
-from doctor.yamlsafe import line_of, load_yaml
+from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
 
 CAUSES_FILE = "causes.yaml"
 TRAPS_FILE = "traps.yaml"
@@ -128,11 +128,9 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
 
 
 def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: bool = True) -> None:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    data, node = load_yaml(raw, str(path))
+    from doctor.inio import read_capped
+
+    data, node = load_yaml(read_capped(path, limit=MAX_YAML_BYTES, label=str(path)), str(path))
     kind = {CAUSES_FILE: "causes", TRAPS_FILE: "traps"}.get(path.name, "playbook")
     if schema:
         from doctor.playbook import schema as schemas
