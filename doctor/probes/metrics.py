@@ -44,6 +44,7 @@ _RATE_FACTS = ("metrics.preemptions_per_s", "metrics.gen_tokens_per_s", "metrics
                "metrics.kv_fill_rate", "metrics.time_to_full_s")
 
 Sample = tuple[dict[str, str], float]
+_PROM_FLOAT = {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}
 
 
 # -- the name table -----------------------------------------------------------------------------------
@@ -170,6 +171,7 @@ class _Scrape:
         self.at_s = float(record.get("at_s") or 0.0)
         self.samples: dict[str, list[Sample]] = {}
         self.errors: list[str] = []
+        self.ignored: list[str] = []  # samples whose value is not a finite number
         groups: dict[str, list[str]] = {}
         for line in str(record.get("text") or "").splitlines():
             base = wanted.get(_norm(_line_name(line)))
@@ -183,6 +185,9 @@ class _Scrape:
                 continue
             for family in families:
                 for sample in family.samples:
+                    if not math.isfinite(sample.value):  # NaN (no data yet) or ±Inf says nothing a fact can hold
+                        self.ignored.append(f"{sample.name} = {_PROM_FLOAT.get(str(sample.value), sample.value)}")
+                        continue
                     self.samples.setdefault(_norm(sample.name), []).append((dict(sample.labels), sample.value))
 
     def find(self, canonical: str, engine: str) -> tuple[str, list[Sample]] | None:
@@ -256,7 +261,13 @@ def _engine(scrape: _Scrape) -> str | None:
 
 
 def _errors_note(scrape: _Scrape) -> str:
-    return f" (could not parse: {'; '.join(scrape.errors)})" if scrape.errors else ""
+    notes = []
+    if scrape.errors:
+        notes.append(f" (could not parse: {'; '.join(scrape.errors)})")
+    if scrape.ignored:
+        shown = sorted(set(scrape.ignored))
+        notes.append(f" (ignored: {', '.join(shown[:5])}{f' and {len(shown) - 5} more' if len(shown) > 5 else ''})")
+    return "".join(notes)
 
 
 def _source(name: str, suffix: str = "") -> str:
@@ -364,7 +375,7 @@ def _hit_rate(now: _Scrape, before: _Scrape | None, engine: str) -> tuple[float,
             return None
         h, q = h - h0, q - q0
         window = f" over {now.at_s - before.at_s:.1f}s"
-    if q <= 0:
+    if q <= 0 or h < 0 or not math.isfinite(h / q):  # counters never go negative: not a rate we can trust
         return None
     return h / q, f"derived: {_source(hits[0], '_total')} / {queries[0]}_total{window}"
 
@@ -378,8 +389,14 @@ def _buckets(scrape: _Scrape, name: str) -> list[tuple[float, float]]:
     """Cumulative (upper bound, count) pairs merged over ranks, sorted by bound."""
     by_le: dict[float, list[Sample]] = {}
     for labels, value in scrape.series(name, "_bucket"):
+        try:
+            le = float(labels.get("le", "+Inf"))
+        except ValueError:
+            continue
+        if math.isnan(le):  # not a bucket bound: no quantile can use it
+            continue
         rest = {k: v for k, v in labels.items() if k != "le"}
-        by_le.setdefault(float(labels.get("le", "+Inf")), []).append((rest, value))
+        by_le.setdefault(le, []).append((rest, value))
     return sorted((le, _total(samples)) for le, samples in by_le.items())
 
 
@@ -481,19 +498,22 @@ def _capacity(facts: Facts, scrape: _Scrape, engine: str) -> None:
         facts.set("launch.prefix_caching", labels["enable_prefix_caching"] == "True",
                   _source(name, " enable_prefix_caching"))
     utilization = _float(labels.get("gpu_memory_utilization"))
-    if utilization is not None:
+    if utilization is not None and 0 < utilization <= 1:
         facts.set("launch.mem_fraction", utilization, _source(name, " gpu_memory_utilization"))
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    # isdigit() alone admits "²" and other Unicode digits that int() refuses
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
 
 
 def _float(text: str | None) -> float | None:
+    """A label's number, or None (labels are free text: "INF", "nan" and "" are not settings)."""
     try:
-        return float(text) if text is not None else None
+        value = float(text) if text is not None else None
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _rates(facts: Facts, before: _Scrape, now: _Scrape, engine: str) -> None:
