@@ -23,7 +23,7 @@ from doctor.redact import redact_obj
 SCHEMA = "llmdoctor.snapshot/1"
 #: Each probe's raw is capped by ProbeOptions.max_body_bytes (16 MiB), and /metrics keeps only the lines
 #: it maps: a real snapshot is kilobytes to a few megabytes. Anything past this is not one of ours.
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024
 
 
 def build_snapshot(target: Target, results: list[ProbeResult], extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -99,6 +99,9 @@ def raw_from_body(text: str, source: str) -> dict[str, Any]:
         record["json"] = redact_obj(json.loads(text))
     except ValueError as exc:
         record.update(error=f"{source}: not JSON ({exc})", kind="json", text=redact_text(text[:_TEXT_KEPT]))
+    except RecursionError:
+        record.update(error=f"{source}: JSON nested too deeply to be a server's answer", kind="json",
+                      text=redact_text(text[:_TEXT_KEPT]))
     return {"endpoint": source, "requests": {SERVER_INFO: record}}
 
 
