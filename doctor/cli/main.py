@@ -75,7 +75,10 @@ def main() -> None:
         click.echo("llmdoctor: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        # One line like every other error (runbooks grep stderr); the help pointer replaces click's usage block.
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"llmdoctor: {' '.join(exc.format_message().split())}{hint}", err=True)
         sys.exit(2)
     except DoctorError as exc:
         click.echo(f"llmdoctor: {exc}", err=True)
