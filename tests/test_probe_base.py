@@ -115,3 +115,12 @@ def test_basic_auth_reaches_the_server():
         target = Target.parse(f"http://ops:s3cret-pass@{srv.endpoint}")
         run_probe(server, target, ProbeOptions())
         assert srv.requests[0].headers["authorization"].startswith("Basic ")
+
+
+@pytest.mark.parametrize("given", ["sk-live-0123456789abcdef", "abcDEF0123456789xyz", "key with spaces", ""])
+def test_api_key_env_never_echoes_what_may_be_the_key_itself(given, monkeypatch):
+    if given.isidentifier():
+        monkeypatch.delenv(given, raising=False)
+    with pytest.raises(InputError) as info:
+        api_key_from_env(given)
+    assert not given or given not in str(info.value)

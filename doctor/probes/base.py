@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,9 +159,15 @@ def load_data(name: str) -> Any:
 
 def api_key_from_env(name: str) -> str:
     """The API key held in environment variable ``name`` (``--api-key-env NAME``): keys never go on a command line."""
+    # The likeliest mistake here is the key itself where its variable's name belongs: never echo a value that
+    # could be one (a key has dashes or dots; a conventional variable name is upper case).
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+        raise InputError("--api-key-env: expects the NAME of an environment variable that holds the key "
+                         "(e.g. VLLM_API_KEY), not the key itself")
     value = os.environ.get(name, "")
     if not value.strip():
-        raise InputError(f"--api-key-env: environment variable {name} is not set or empty")
+        shown = name if name == name.upper() else "named by --api-key-env"
+        raise InputError(f"--api-key-env: environment variable {shown} is not set or empty")
     return value.strip()
 
 
