@@ -82,12 +82,14 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
     or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
     """
-    from doctor.model.architecture import analyze
     from doctor.model.config import LoadedConfig, load_config
+
+    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
+    # Only now the analysis (~40 ms of imports): a live check often finds no config on this machine.
+    from doctor.model.architecture import analyze
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
     card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:

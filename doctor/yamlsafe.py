@@ -8,11 +8,30 @@ the data so that schema errors can name the line they are on.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
 
 MAX_YAML_BYTES = 4 * 1024 * 1024
+
+
+def load_packaged(path: Path) -> Any:
+    """A YAML data file shipped with llmdoctor (reviewed with the code, so trusted): parsed with libyaml when
+    PyYAML has it (the pure-Python parser costs ~10x), and kept parsed between runs (doctor.datacache)."""
+    from doctor.datacache import cached
+
+    def parse() -> Any:
+        import yaml  # only when the parsed copy is missing or stale
+
+        try:
+            return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+    return cached(f"{path.parent.name}.{path.stem}", [path], parse)
 
 
 def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> tuple[Any, Any]:

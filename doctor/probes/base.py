@@ -151,10 +151,31 @@ class ProbeOptions:
 @functools.cache
 def load_data(name: str) -> Any:
     """A YAML data file that ships beside the probes (name mappings are data, not code); read once."""
-    import yaml
+    from doctor.yamlsafe import load_packaged
 
-    with (Path(__file__).parent / name).open(encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_packaged(Path(__file__).parent / name)
+
+
+def not_this_host(host: str) -> str | None:
+    """Why ``host`` is not this machine (None when it is: loopback or one of our interface addresses).
+
+    The process and GPU probes read *this* host; pointed at a remote endpoint they would describe the wrong
+    machine, so they report this reason instead.
+    """
+    import socket
+
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except socket.gaierror:
+        return f"cannot resolve host {host!r}"
+    if any(a.startswith("127.") or a == "::1" for a in addresses):
+        return None
+    import psutil  # only for a non-loopback address: is it one of ours?
+
+    mine = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
+    if addresses & mine:
+        return None
+    return f"endpoint host {host} is not this machine"
 
 
 def api_key_from_env(name: str) -> str:
