@@ -168,7 +168,7 @@ def not_this_host(host: str) -> str | None:
         addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
     except socket.gaierror:
         return f"cannot resolve host {host!r}"
-    if any(a.startswith("127.") or a == "::1" for a in addresses):
+    if any(a.startswith("127.") or a in ("::1", "0.0.0.0", "::") for a in addresses):  # 0.0.0.0 reaches this host
         return None
     import psutil  # only for a non-loopback address: is it one of ours?
 
