@@ -46,7 +46,7 @@ def _generate(directory: Path) -> dict[str, Path]:
             fh.write(chunk)
     made["high-cardinality.prom"] = directory / "high-cardinality.prom"
     made["high-cardinality.prom"].write_text("".join(
-        f'vllm:num_requests_running{{engine="{i}",model_name="m"}} 1\n' for i in range(100_000)))
+        f'vllm:num_requests_running{{engine="{i}",model_name="m"}} 1\n' for i in range(50_000)))
     made["huge-label-set.prom"] = directory / "huge-label-set.prom"
     labels = ",".join(f'l{i}="v{i}"' for i in range(50_000))
     made["huge-label-set.prom"].write_text(f"vllm:num_requests_running{{{labels}}} 1\nvllm:kv_cache_usage_perc 0.5\n")
@@ -175,7 +175,7 @@ def test_command_over_the_corpus(command: str, inputs: dict[str, Path], endpoint
         if built is not None:
             jobs.append((name, built))
     assert jobs, f"nothing in the corpus exercises {command}"
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         runs = list(pool.map(lambda job: run_measured(job[1][0], stdin=job[1][1], timeout=TIME_LIMIT_S), jobs))
     failures = []
     for (name, _built), run in zip(jobs, runs, strict=True):

@@ -26,7 +26,7 @@ from support.mutate import JSON_VALUES, mutated
 from doctor.errors import DoctorError, InputError
 from doctor.facts import Facts
 
-FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 METRICS_FILES = sorted((SHARED_FIXTURES / "metrics").glob("*.prom")) + [SCENARIOS / "sglang_dp2_tp4_metrics.prom"]
 
@@ -225,7 +225,7 @@ def test_playbook_dir_any_text(text: str, name: str) -> None:
     _validate_dir({name: text})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a schema pass each
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a schema pass each
 @given(data=st.data())
 def test_playbook_dir_mutated_builtin(data: st.DataObject) -> None:
     tree = data.draw(st.sampled_from(TREES))
@@ -293,7 +293,7 @@ def recorded_snapshot() -> dict:
     return json.loads(json.dumps(build_snapshot(target, results, inputs)))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_snapshot_mutated_replays_or_is_refused(recorded_snapshot: dict, data: st.DataObject) -> None:
