@@ -187,3 +187,22 @@ def test_interrupted_mid_write_leaves_nothing(tmp_path: Path, monkeypatch: pytes
 def test_errors_are_input_errors_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"out\.json: directory .* does not exist"):
         write_atomic(tmp_path / "missing" / "out.json", "x")
+
+
+def test_a_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
+    """A real ENOSPC: a 16 KiB tmpfs, mounted in a private mount namespace, holding the old file."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("no private mount namespace here (unshare -m needs root or user namespaces)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = ('mount -t tmpfs -o size=16k tmpfs "$1" || exit 99; printf "%s" "$2" > "$1/causes.md"; '
+              '"$3" -m doctor playbook docs -o "$1/causes.md" 2>"$1.err"; rc=$?; '
+              'cat "$1/causes.md"; echo; ls -A "$1"; cat "$1.err" >&2; exit $rc')
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(disk), OLD, sys.executable],
+                            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"}, timeout=60)
+    if result.returncode == 99:
+        pytest.skip("tmpfs cannot be mounted here")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1 and "cannot write: No space left on device" in result.stderr
+    kept, listing = result.stdout.split("\n", 1)
+    assert kept + "\n" == OLD and listing.split() == ["causes.md"]  # the old file, and no temporary file
