@@ -38,10 +38,9 @@ def layout_from_facts(facts: Facts) -> Layout | None:
     """Read the parallel layout from launch.* facts (engine flags differ: SGLang's DP attention lives inside TP)."""
     engine = facts.get("launch.engine")
     # No launch command: the fit question is "on these GPUs", so spread the model over all of them (TP).
-    tp = int(facts.get("launch.tp") or (facts.get("gpu.count") if engine is None else None) or 1)
-    dp = int(facts.get("launch.dp") or 1)
-    pp = int(facts.get("launch.pp") or 1)
-    if tp < 1 or dp < 1 or pp < 1:
+    tp_fact = facts.get("launch.tp") or (facts.get("gpu.count") if engine is None else None) or 1
+    tp, dp, pp = _size(tp_fact), _size(facts.get("launch.dp")), _size(facts.get("launch.pp"))
+    if tp is None or dp is None or pp is None:
         return None
     dp_attention = bool(facts.get("launch.dp_attention"))
     if engine == "sglang" and dp_attention:
@@ -54,8 +53,21 @@ def layout_from_facts(facts: Facts) -> Layout | None:
     else:
         # vLLM (-dp D -tp T: D engine ranks of T GPUs) and SGLang without DP attention (D replicas of T GPUs).
         gpus, attn_tp, groups = tp * dp * pp, tp, dp
-    ep = int(facts.get("launch.ep") or 1) if facts.get("launch.expert_parallel") else 1
-    return Layout(gpus=gpus, attn_tp=attn_tp, kv_groups=groups, pp=pp, ep=max(1, ep))
+    ep = (_size(facts.get("launch.ep")) or 1) if facts.get("launch.expert_parallel") is True else 1
+    return Layout(gpus=gpus, attn_tp=attn_tp, kv_groups=groups, pp=pp, ep=ep)
+
+
+#: More GPUs in one parallel dimension than any deployment has: a typo (or a corrupt report), not a layout.
+_MAX_PARALLEL = 1 << 20
+
+
+def _size(value: object) -> int | None:
+    """A parallel size: unset is 1; anything but a whole number from 1 up is no layout at all."""
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_PARALLEL:
+        return None
+    return value
 
 
 def kv_bytes_per_token_per_gpu(facts: Facts, layout: Layout) -> float | None:
@@ -130,10 +142,16 @@ class LayoutFit:
         return int(budget // (bytes_per_sequence * share))
 
 
-def mem_fraction(facts: Facts) -> float:
-    """The memory fraction the launch gives, else the engine's usual default (DEFAULT_MEM_FRACTION)."""
+def mem_fraction(facts: Facts) -> float | None:
+    """The memory fraction the launch gives, else the engine's usual default (DEFAULT_MEM_FRACTION); None when the
+    launch gives one no engine accepts (outside (0, 1]: the engine refuses to start, and `lint` says so)."""
     engine = facts.get("launch.engine") or "vllm"
-    return facts.get("launch.mem_fraction") or DEFAULT_MEM_FRACTION.get(engine, 0.9)
+    given = facts.get("launch.mem_fraction")
+    if given is None:
+        return DEFAULT_MEM_FRACTION.get(engine, 0.9)
+    if isinstance(given, bool) or not isinstance(given, (int, float)) or not 0 < given <= 1:
+        return None
+    return float(given)
 
 
 def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float) -> LayoutFit:
@@ -146,10 +164,10 @@ def derive_fit(facts: Facts) -> None:
     """Write the fit.* facts that the trees and `plan` read; silently skip what the inputs do not allow."""
     layout = layout_from_facts(facts)
     memory = facts.get("gpu.memory_bytes")
-    if layout is None or not isinstance(memory, (int, float)):
+    fraction = mem_fraction(facts)
+    if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
         _derive_context(facts)
         return
-    fraction = mem_fraction(facts)
     result = fit_layout(facts, layout, memory, fraction)
     src = "derived: fit (docs/facts.md)"
     facts.set("fit.shards", layout.attn_tp * layout.pp, src)

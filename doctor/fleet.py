@@ -35,6 +35,13 @@ class TargetSpec:
     command: str | None = None
     engine_version: str | None = None
 
+    @property
+    def shown(self) -> str:
+        """The endpoint as printed: a password in the URL (http://user:pw@host) masked."""
+        from doctor.redact import redact_text
+
+        return redact_text(self.endpoint)
+
 
 @dataclass
 class TargetResult:
@@ -47,7 +54,7 @@ class TargetResult:
         return self.run is not None and self.run.unreachable is None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.spec.name, "endpoint": self.spec.endpoint, "error": self.error}
+        out: dict[str, Any] = {"name": self.spec.name, "endpoint": self.spec.shown, "error": self.error}
         if self.run is not None:
             doc = self.run.to_dict()
             out.update(reachable=self.reachable, unreachable=self.run.unreachable,
@@ -76,9 +83,9 @@ def load_targets(path: str) -> list[TargetSpec]:
     """A YAML or JSON list of endpoints (strings or objects), or ``{targets: [...]}``; errors name file and index."""
     from doctor.redact import redact_text
     from doctor.sources import read_text
-    from doctor.yamlsafe import load_yaml
+    from doctor.yamlsafe import MAX_YAML_BYTES, load_yaml
 
-    data, _node = load_yaml(read_text(path, "--targets"), path)
+    data, _node = load_yaml(read_text(path, "--targets", limit=MAX_YAML_BYTES), path)
     items = data.get("targets") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a list of targets (or targets: [...])")
@@ -138,12 +145,12 @@ def fleet_text(fleet: FleetRun) -> str:
     rows = [("target", "endpoint", "engine", "model", "state", "worst", "findings")]
     for r in fleet.results:
         if r.run is None:
-            rows.append((r.spec.name, r.spec.endpoint, "", "", "input error", "", r.error or ""))
+            rows.append((r.spec.name, r.spec.shown, "", "", "input error", "", r.error or ""))
             continue
         doc = r.run.to_dict()
         findings = r.run.diagnosis.findings
         state = "ok" if r.reachable else "unreachable"
-        rows.append((r.spec.name, r.spec.endpoint, f"{doc['engine'] or ''} {doc['engine_version'] or ''}".strip(),
+        rows.append((r.spec.name, r.spec.shown, f"{doc['engine'] or ''} {doc['engine_version'] or ''}".strip(),
                      str(doc["model"] or ""), state, worst_severity(findings) or "",
                      ", ".join(f.id for f in findings) if r.reachable else (r.run.unreachable or "")))
     widths = [min(40, max(len(row[i]) for row in rows)) for i in range(len(rows[0]) - 1)]
@@ -160,11 +167,11 @@ def fleet_markdown(fleet: FleetRun) -> str:
     out = ["## llmdoctor fleet check", "", "| target | endpoint | engine | state | findings |", "|---|---|---|---|---|"]
     for r in fleet.results:
         if r.run is None:
-            out.append(f"| {r.spec.name} | {r.spec.endpoint} | | input error | {r.error} |")
+            out.append(f"| {r.spec.name} | {r.spec.shown} | | input error | {r.error} |")
             continue
         doc = r.run.to_dict()
         state = "ok" if r.reachable else f"unreachable: {r.run.unreachable}"
         ids = ", ".join(f"`{f.id}` ({f.severity})" for f in r.run.diagnosis.findings) if r.reachable else ""
-        out.append(f"| {r.spec.name} | {r.spec.endpoint} | {doc['engine'] or ''} {doc['engine_version'] or ''} | "
+        out.append(f"| {r.spec.name} | {r.spec.shown} | {doc['engine'] or ''} {doc['engine_version'] or ''} | "
                    f"{state} | {ids} |")
     return "\n".join(out) + "\n"

@@ -102,11 +102,10 @@ def explain_flags(gathered: Gathered) -> list[FlagNote]:
 @lru_cache(maxsize=2)
 def _explanations_by_dest(engine: str) -> dict[str, dict[str, Any]]:
     """explain.yaml keyed by the engine's flag destinations, via semantics.yaml's `from:` cases."""
-    import yaml
-
     from doctor.engines.semantics import load_semantics
+    from doctor.yamlsafe import load_packaged
 
-    explain = yaml.safe_load(EXPLAIN_PATH.read_text(encoding="utf-8"))
+    explain = load_packaged(EXPLAIN_PATH)
     out: dict[str, dict[str, Any]] = {}
     for key, cases in load_semantics()["facts"].items():
         if key not in explain:

@@ -1,45 +1,63 @@
 """Writing files the user asked for without ever leaving half of one behind.
 
 Reports and snapshots are written to a temporary file beside the target and renamed over it, so a
-crash, a full disk or Ctrl-C leaves either the old file or the new one, never a truncated mix.
+crash, a full disk or Ctrl-C leaves either the old file or the new one, never a truncated mix (and no
+temporary file). The new file gets the permissions a plain write would give (the old file's, else the
+umask's), not the 0600 of a temporary file; a symlink is followed (the link stays, its file is replaced).
+A target that is not a regular file — ``-o /dev/stdout``, a FIFO — is a stream: renaming over it would
+replace the device node itself, so it is written to directly.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 
 from doctor.errors import InputError
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    target = Path(path)
+    shown = Path(path)
+    target = shown.resolve() if shown.is_symlink() else shown
+    try:
+        existing = target.stat()
+    except OSError:
+        existing = None
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        raise InputError(f"{shown}: is a directory")
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        _write_stream(shown, target, text)
+        return
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
-        raise InputError(f"{target}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        raise InputError(f"{shown}: directory {directory} does not exist")
+    tmp = directory / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:  # created 0666 less the umask, as a plain write would (mkstemp's 0600 would stick to the result)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
-            # mkstemp makes the file 0600; give it the mode a plain open() would (Prometheus must read rules).
-            os.fchmod(fh.fileno(), _mode_for(target))
             os.fsync(fh.fileno())
+            if existing is not None:
+                os.fchmod(fh.fileno(), stat.S_IMODE(existing.st_mode))
         os.replace(tmp, target)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
-def _mode_for(target: Path) -> int:
-    """The replaced file's mode, or what the umask gives a new file."""
+def _write_stream(shown: Path, target: Path, text: str) -> None:
     try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        with target.open("w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
+

@@ -108,18 +108,26 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret_name(k) else redact_text(v)) for k, v in env.items()}
 
 
-def redact_obj(obj: Any) -> Any:
+#: Deeper than any document we read (server_info is 3-4 levels): below this, everything is masked rather than
+#: walked, so a hostile document cannot exhaust the stack and nothing down there can leak.
+MAX_DEPTH = 64
+
+
+def redact_obj(obj: Any, _depth: int = 0) -> Any:
     """Recursively redact a JSON-like document (server_info, snapshots, targets files)."""
+    if _depth > MAX_DEPTH and isinstance(obj, (dict, list, str)):
+        return MASK
     if isinstance(obj, dict):
         # Only string values are secrets: SGLang's numeric `token_capacity` is not a token.
         return {
-            k: (MASK if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v else redact_obj(v))
+            k: (MASK if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v
+                else redact_obj(v, _depth + 1))
             for k, v in obj.items()
         }
     if isinstance(obj, list):
         if obj and all(isinstance(x, str) for x in obj) and any(x.startswith("-") for x in obj):
             return redact_argv(obj)
-        return [redact_obj(x) for x in obj]
+        return [redact_obj(x, _depth + 1) for x in obj]
     if isinstance(obj, str):
         return redact_text(obj)
     return obj

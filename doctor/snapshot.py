@@ -23,7 +23,7 @@ from doctor.redact import redact_obj
 SCHEMA = "llmdoctor.snapshot/1"
 #: Each probe's raw is capped by ProbeOptions.max_body_bytes (16 MiB), and /metrics keeps only the lines
 #: it maps: a real snapshot is kilobytes to a few megabytes. Anything past this is not one of ours.
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024
 
 
 def build_snapshot(target: Target, results: list[ProbeResult], extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -54,24 +54,16 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     ``example:NAME`` reads a scenario snapshot bundled with the package (doctor/examples/snapshots/NAME.json).
     """
+    from doctor.inio import read_text_capped
+
     file = _example(str(path)) if str(path).startswith(EXAMPLE_PREFIX) else Path(path)
-    try:
-        size = file.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES:
-            raise InputError(f"{file}: {size} bytes, more than a snapshot can be ({MAX_SNAPSHOT_BYTES} bytes)")
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{file}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{file}: is a directory, not a snapshot file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{file}: not UTF-8 text (a snapshot is JSON)") from None
-    except OSError as exc:
-        raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    text = read_text_capped(file, limit=MAX_SNAPSHOT_BYTES, label=str(file), hint="a snapshot is JSON")
     try:
         snap = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{file}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{file}: JSON nested too deeply to be a snapshot") from None
     _check(file, snap)
     return snap
 
@@ -119,8 +111,45 @@ def _check(file: Path, snap: Any) -> None:
             fail(f"{key}.elapsed_ms", "expected a number")
         if not isinstance(entry.get("raw"), dict):
             fail(f"{key}.raw", "expected an object")
-    if not isinstance(snap.get("extra", {}), dict):
+    extra = snap.get("extra", {})
+    if not isinstance(extra, dict):
         fail("extra", "expected an object")
+    inputs = extra.get("inputs")
+    if inputs is not None:
+        _check_inputs(inputs, fail)
+
+
+#: The offline inputs a snapshot records (doctor.check.snapshot_inputs) and what each may hold.
+_INPUT_TYPES: dict[str, tuple[type, ...]] = {"command": (str, list), "engine_version": (str,), "gpu": (str,),
+                                             "config_json": (dict,), "config_name": (str,), "workload": (dict,)}
+_WORKLOAD_TYPES: dict[str, tuple[type, ...]] = {"context": (int,), "users": (int,), "reproducible": (bool,),
+                                                "text_only": (bool,), "temperature": (int, float)}
+
+
+def _check_inputs(inputs: Any, fail: Any) -> None:
+    """extra.inputs replays as if typed on the command line, so it must hold what a command line can."""
+    if not isinstance(inputs, dict):
+        fail("extra.inputs", "expected an object")
+    for key, kinds in _INPUT_TYPES.items():
+        value = inputs.get(key)
+        if value is not None and not _is(value, kinds):
+            fail(f"extra.inputs.{key}", f"expected {' or '.join(_KIND_NAMES[k] for k in kinds)} or null")
+    command = inputs.get("command")
+    if isinstance(command, list) and not all(isinstance(word, str) for word in command):
+        fail("extra.inputs.command", "expected a list of strings")
+    for key, kinds in _WORKLOAD_TYPES.items():
+        value = (inputs.get("workload") or {}).get(key)
+        if value is not None and not _is(value, kinds):
+            fail(f"extra.inputs.workload.{key}", f"expected {' or '.join(_KIND_NAMES[k] for k in kinds)} or null")
+
+
+_KIND_NAMES = {str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number",
+               bool: "true or false"}
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance where true/false is not a number (JSON's booleans are Python ints)."""
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
 
 
 def snapshot_target(snap: dict[str, Any]) -> Target:

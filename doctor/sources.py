@@ -22,8 +22,11 @@ from doctor.facts import Facts
 if TYPE_CHECKING:
     from doctor.engines.command import LaunchCommand
 
-#: Recorded files a user may pass are read with this cap (a real /metrics of 64 DP ranks is a few MB).
-MAX_INPUT_BYTES = 64 * 1024 * 1024
+#: Recorded files a user may pass are read with this cap: the live probes' body cap (doctor.probes.base), since a
+#: saved /metrics or /server_info is one such body (a real /metrics of 64 DP ranks is a few MB).
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+#: generation_config.json beside a config is a few hundred bytes; past this it is not one.
+_GENERATION_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -79,12 +82,14 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
     or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
     """
-    from doctor.model.architecture import analyze
     from doctor.model.config import LoadedConfig, load_config
+
+    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
+    # Only now the analysis (~40 ms of imports): a live check often finds no config on this machine.
+    from doctor.model.architecture import analyze
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
     card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:
@@ -130,10 +135,13 @@ def generation_defaults(path: Path) -> Facts:
     """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
     import json
 
+    from doctor.inio import read_text_capped
+
     out = Facts()
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = json.loads(read_text_capped(path, limit=_GENERATION_CONFIG_BYTES, label=str(path))) \
+            if path.is_file() else None
+    except (InputError, ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
         out.error("model.default_temperature", f"no readable {path.name} next to config.json")
@@ -348,23 +356,9 @@ def _namespaces(facts: Facts) -> set[str]:
     return {f.key.split(".")[0] for f in facts}
 
 
-def read_text(path: str, flag: str) -> str:
-    """A user's file as text: one clear line if it is missing, too large, binary or not UTF-8."""
-    p = Path(path).expanduser()
-    try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise InputError(f"{flag} {path}: not a file")
-        if size > MAX_INPUT_BYTES:
-            raise InputError(f"{flag} {path}: {size} bytes is larger than the {MAX_INPUT_BYTES} byte limit")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{flag} {path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
-    if b"\x00" in data[:4096]:
-        raise InputError(f"{flag} {path}: binary data, not text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{flag} {path}: not UTF-8 text (byte {exc.start})") from None
+def read_text(path: str, flag: str, *, limit: int = MAX_INPUT_BYTES) -> str:
+    """A user's file as text: one clear line if it is missing, too large, binary or not UTF-8 (capped before
+    it is read, so a wrong path to a weights file or a pipe that never ends fails at once)."""
+    from doctor.inio import read_text_capped
+
+    return read_text_capped(path, limit=limit, label=f"{flag} {path}")

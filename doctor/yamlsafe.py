@@ -8,6 +8,7 @@ the data so that schema errors can name the line they are on.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
@@ -15,8 +16,36 @@ from doctor.errors import InputError
 MAX_YAML_BYTES = 4 * 1024 * 1024
 
 
+def load_packaged(path: Path) -> Any:
+    """A YAML data file shipped with llmdoctor (reviewed with the code, so trusted): parsed with libyaml when
+    PyYAML has it (the pure-Python parser costs ~10x), and kept parsed between runs (doctor.datacache)."""
+    from doctor.datacache import cached
+
+    def parse() -> Any:
+        import yaml  # only when the parsed copy is missing or stale
+
+        try:
+            return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+    return cached(f"{path.parent.name}.{path.stem}", [path], parse)
+
+
 def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> tuple[Any, Any]:
     """Return ``(data, node)``: the plain data and PyYAML's node tree (for line numbers), or raise InputError."""
+    documents = _load(text, source, max_bytes, single=True)
+    return documents[0] if documents else (None, None)
+
+
+def load_yaml_documents(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> list[Any]:
+    """Every ``---``-separated document (a pasted Kubernetes manifest), with the same refusals as :func:`load_yaml`."""
+    return [data for data, _node in _load(text, source, max_bytes, single=False)]
+
+
+def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> list[tuple[Any, Any]]:
     import yaml
 
     if isinstance(text, bytes):
@@ -33,11 +62,18 @@ def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    documents: list[tuple[Any, Any]] = []
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _reject_aliases(node, source)
-        data = loader.construct_document(node) if node is not None else None
+        if single:
+            node = loader.get_single_node()
+            if node is not None:
+                _reject_aliases(node, source)
+                documents.append((loader.construct_document(node), node))
+        else:
+            while loader.check_node():
+                node = loader.get_node()
+                _reject_aliases(node, source)
+                documents.append((loader.construct_document(node), node))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -47,7 +83,7 @@ def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES
         raise InputError(f"{source}: YAML nested too deeply") from None
     finally:
         loader.dispose()
-    return data, node
+    return documents
 
 
 def _reject_aliases(root: Any, source: str) -> None:

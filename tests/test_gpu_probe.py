@@ -351,3 +351,25 @@ def test_recorded_nvml_capture_agrees_with_its_own_nvidia_smi_xml(path: Path) ->
     xml = read_nvidia_smi(capture["nvidia_smi_xml"], path.name)
     assert [(r.name, r.memory_total) for r in live.readings] == [(r.name, r.memory_total) for r in xml]
     assert gpu_probe.nvml_facts(live).get("gpu.known") is True
+
+
+def test_a_remote_endpoint_does_not_get_this_hosts_gpus() -> None:
+    """NVML reads the GPUs where llmdoctor runs: for a remote endpoint those are someone else's."""
+    from doctor.probes.base import ProbeOptions, Target
+
+    raw = gpu_probe.fetch(Target.parse("192.0.2.10:8000"), ProbeOptions())
+    facts = gpu_probe.interpret(raw)
+    assert "gpu.name" not in facts and "192.0.2.10 is not this machine" in facts.unknown_reason("gpu.name")
+    assert "--gpu NAME:COUNT" in facts.unknown_reason("gpu.name")
+
+
+@pytest.mark.skipif(Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists(),
+                    reason="this host has an NVIDIA driver")
+def test_no_driver_is_said_without_loading_nvml() -> None:
+    import sys
+
+    sys.modules.pop("pynvml", None)
+    out = read_nvml(2.0)
+    assert out.error == ("NVML unavailable: no NVIDIA driver on this host (neither /proc/driver/nvidia nor "
+                         "/dev/nvidiactl exists)")
+    assert "pynvml" not in sys.modules

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
+
+from doctor.facts import Facts
+from doctor.fit import derive_fit
 
 VLLM = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --dtype fp8 --api-key sk-live-SECRETSECRET123"
 
@@ -89,3 +93,17 @@ def test_help_teaches() -> None:
     assert result.returncode == 0
     for needle in ("Examples:", "Exit codes", "--engine-version", "--config", "--gpu", "--symptom"):
         assert needle in result.stdout
+
+
+@pytest.mark.parametrize("value", ["1e308", "-3", "0", "nan"])
+def test_a_memory_fraction_no_engine_accepts_is_not_a_crash(value: str) -> None:
+    """`--gpu-memory-utilization 1e308` once overflowed the fit arithmetic (exit 4): now there is simply no fit."""
+    result = run_cli("lint", f"vllm serve Qwen/Qwen3-8B --gpu-memory-utilization {value}", "--gpu", "H200:8",
+                     "--config", "example:seed-gqa-27b", "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    assert json.loads(result.stdout)["schema"] == "llmdoctor.lint/1"
+    facts = Facts()
+    facts.set("launch.mem_fraction", float(value), "argv --gpu-memory-utilization")
+    facts.set("gpu.memory_bytes", 141 * 10**9, "gpu catalog H200")
+    derive_fit(facts)
+    assert "fit.usable_bytes_per_gpu" not in facts

@@ -76,14 +76,17 @@ def test_size_is_capped_before_parsing(tmp_path: Path) -> None:
     big = tmp_path / "model.safetensors"
     with big.open("wb") as fh:
         fh.truncate(MAX_CONFIG_BYTES + 1)
-    with pytest.raises(InputError, match="larger than the 16 MiB a config.json can be"):
+    with pytest.raises(InputError, match=r"larger than the 16 MiB limit; refusing to read it \(is this a weights"):
         load_config(str(big))
 
 
 def test_binary_file_is_refused(tmp_path: Path) -> None:
     blob = tmp_path / "config.json"
     blob.write_bytes(b"\xff\xfe\x00\x81binary")
-    with pytest.raises(InputError, match="not UTF-8 text"):
+    with pytest.raises(InputError, match=r"binary data, not text \(is this a weights file\?\)"):
+        load_config(str(blob))
+    blob.write_bytes(b'{"model_type": "\xff\xfe"}')
+    with pytest.raises(InputError, match=r"not UTF-8 text \(byte 16\)"):
         load_config(str(blob))
 
 

@@ -115,3 +115,25 @@ def test_basic_auth_reaches_the_server():
         target = Target.parse(f"http://ops:s3cret-pass@{srv.endpoint}")
         run_probe(server, target, ProbeOptions())
         assert srv.requests[0].headers["authorization"].startswith("Basic ")
+
+
+@pytest.mark.parametrize("given", ["sk-live-0123456789abcdef", "abcDEF0123456789xyz", "key with spaces", ""])
+def test_api_key_env_never_echoes_what_may_be_the_key_itself(given, monkeypatch):
+    if given.isidentifier():
+        monkeypatch.delenv(given, raising=False)
+    with pytest.raises(InputError) as info:
+        api_key_from_env(given)
+    assert not given or given not in str(info.value)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "0.0.0.0", "::1"])
+def test_loopback_and_any_address_are_this_host(host):
+    from doctor.probes.base import not_this_host
+
+    assert not_this_host(host) is None
+
+
+def test_a_documentation_address_is_not_this_host():
+    from doctor.probes.base import not_this_host
+
+    assert not_this_host("192.0.2.10") == "endpoint host 192.0.2.10 is not this machine"

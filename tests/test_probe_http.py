@@ -188,3 +188,9 @@ def test_server_shuts_down_with_a_dripping_client_attached():
     with LocalServer({"/slow": Response(body="x" * 10_000, drip=0.2)}) as srv, pytest.raises(HttpError):
         get(srv.url("/slow"), timeout_s=0.3, max_bytes=MB)
     assert time.monotonic() - start < 3.0
+
+
+def test_json_nested_past_the_recursion_limit_is_one_line():
+    deep = Response(body="[" * 100_000 + "]" * 100_000, content_type=JSON)
+    with LocalServer({"/server_info": deep}) as srv, pytest.raises(HttpError, match="JSON nested too deeply"):
+        get(srv.url("/server_info"), timeout_s=2, max_bytes=MB).json()

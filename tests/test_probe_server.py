@@ -201,3 +201,26 @@ def test_fingerprint_facts_only_what_it_proves():
     facts = server.fingerprint_facts("vllm-0.33.0-tp4-0badc0de")
     assert facts.get("launch.tp") == 4 and "launch.dp" not in facts
     assert facts.fact("launch.version").source == "system_fingerprint"
+
+
+def test_fields_of_the_wrong_type_are_no_fact_with_the_reason():
+    """A proxy or a patched server can answer anything: a tp_size of "8", a list for the memory fraction or an
+    Infinity in internal_states must not reach the arithmetic (they crashed `check` before: exit 4)."""
+    info = json.loads((SCENARIOS / "sglang_server_info.json").read_text())
+    info.update(tp_size="8", mem_fraction_static=[0.8], enable_dp_attention="yes", context_length=None)
+    info["internal_states"][0]["memory_usage"]["weight"] = float("inf")
+    facts = server.interpret(server.raw_from_body(json.dumps(info), "scenario.json"))
+    assert "launch.tp" not in facts
+    assert facts.unknown_reason("launch.tp") == 'server_info tp_size: expected a whole number, got "8"'
+    assert "a number in (0, 1]" in facts.unknown_reason("launch.mem_fraction")
+    assert "true or false" in facts.unknown_reason("launch.dp_attention")
+    assert facts.get("launch.max_model_len") is None and "launch.max_model_len" in facts  # null is "unset"
+    assert facts.get("server.rank_memory")[0]["weight_bytes"] is None
+    assert facts.get("launch.ep") == 8  # the rest is read as usual
+
+
+def test_a_body_nested_past_the_recursion_limit_is_an_error_record():
+    record = server.raw_from_body("[" * 100_000, "deep.json")["requests"]["/server_info"]
+    assert record["error"] == "deep.json: JSON nested too deeply to be a server's answer"
+    facts = server.interpret(server.raw_from_body("{" + '"a": {' * 900 + "}" * 901, "deep.json"))
+    assert "server" in facts.errors  # 900 levels parse, and redaction masks below its depth limit instead

@@ -132,7 +132,7 @@ def test_missing_file_and_directory(tmp_path):
 def test_size_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 100)
     path = _write(tmp_path, json.dumps({**_valid(), "extra": {"pad": "x" * 200}}))
-    with pytest.raises(InputError, match="more than a snapshot can be"):
+    with pytest.raises(InputError, match="larger than the 100 bytes limit; refusing to read it"):
         snapshot.read_snapshot(path)
 
 

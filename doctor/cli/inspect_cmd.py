@@ -26,7 +26,19 @@ _KV_CHOICES = ("auto", "bf16", "fp16", "fp8", "fp4")
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
-@click.command("inspect")
+EPILOG = """\b
+Examples:
+  llmdoctor inspect example:seed-gqa-27b
+  llmdoctor inspect ~/models/Qwen3-8B --context 128k --gpu-mem 80G
+  llmdoctor inspect deepseek-ai/DeepSeek-V3 --kv-dtype fp8 --engine sglang --format json
+
+\b
+Exit codes: 0 the card is printed; 2 the config cannot be read or has a bad field, or its architecture is not
+known (the card is still printed, best-effort, with model.known = false).
+"""
+
+
+@click.command("inspect", epilog=EPILOG)
 @click.argument("config", metavar="CONFIG")
 @format_option("text", "json")
 @click.option("--kv-dtype", type=click.Choice(_KV_CHOICES), default="auto", show_default=True,

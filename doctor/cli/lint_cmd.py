@@ -64,21 +64,30 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
 
 
 def _command_text(words: tuple[str, ...], command_file: str | None) -> str | list[str]:
+    from doctor.engines.shapes import MAX_COMMAND_CHARS
+
     if command_file and words:
         raise InputError("give the command either as arguments or with --file, not both")
     if command_file:
         if command_file == "-":
-            return sys.stdin.read()
+            return _stdin(MAX_COMMAND_CHARS)
         from doctor.sources import read_text
 
-        return read_text(command_file, "--file")
+        return read_text(command_file, "--file", limit=MAX_COMMAND_CHARS)
     if len(words) == 1:
         return words[0]
     if words:
         return list(words)
     if not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text = _stdin(MAX_COMMAND_CHARS)
         if text.strip():
             return text
     raise InputError("no command to lint: pass it as an argument, after --, with --file, or on stdin "
                      "(see llmdoctor lint --help)")
+
+
+def _stdin(limit: int) -> str:
+    """Standard input, capped before it is read (``cat weights.bin | llmdoctor lint`` fails at once)."""
+    from doctor.inio import decode_text, read_stdin_capped
+
+    return decode_text(read_stdin_capped(limit=limit), "standard input")

@@ -82,7 +82,13 @@ def main() -> None:
         click.echo("llmdoctor: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        # One line like every other error (runbooks grep stderr); the help pointer replaces click's usage block.
+        # Redacted: click quotes the offending value, which may be a pasted secret.
+        from doctor.redact import redact_text
+
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"llmdoctor: {redact_text(' '.join(exc.format_message().split()))}{hint}", err=True)
         sys.exit(2)
     except DoctorError as exc:
         click.echo(f"llmdoctor: {exc}", err=True)

@@ -28,7 +28,14 @@ def playbook() -> None:
     """
 
 
-@playbook.command("list")
+@playbook.command("list", epilog="""\b
+Examples:
+  llmdoctor playbook list
+  llmdoctor playbook list --playbooks ./my-playbooks --format json
+
+\b
+Exit codes: 0 listed; 2 a --playbooks directory is not valid.
+""")
 @playbooks_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
@@ -54,7 +61,15 @@ def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
     return EXIT_OK
 
 
-@playbook.command("show")
+@playbook.command("show", epilog="""\b
+Examples:
+  llmdoctor playbook show tools-ignored
+  llmdoctor playbook show moe-without-ep
+  llmdoctor playbook show traps
+
+\b
+Exit codes: 0 shown; 2 no such playbook, alias or cause (or a --playbooks directory is not valid).
+""")
 @click.argument("ident")
 @playbooks_option
 def show_cmd(ident: str, playbook_dirs: tuple[str, ...]) -> int:
@@ -89,7 +104,14 @@ def show_cmd(ident: str, playbook_dirs: tuple[str, ...]) -> int:
     return EXIT_OK
 
 
-@playbook.command("validate")
+@playbook.command("validate", epilog="""\b
+Examples:
+  llmdoctor playbook validate
+  llmdoctor playbook validate ./my-playbooks ./team-playbooks
+
+\b
+Exit codes: 0 valid; 2 problems, one per line on stderr (FILE:LINE: KEY: message), then their count.
+""")
 @click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
 def validate_cmd(dirs: tuple[str, ...]) -> int:
     """Check playbook directories (and the built-ins) against the schema and each other.
@@ -108,7 +130,15 @@ def validate_cmd(dirs: tuple[str, ...]) -> int:
     return EXIT_OK
 
 
-@playbook.command("docs")
+@playbook.command("docs", epilog="""\b
+Examples:
+  llmdoctor playbook docs -o docs/causes.md
+  llmdoctor playbook docs --playbooks ./my-playbooks > causes.md
+
+\b
+Exit codes: 0 written; 2 a --playbooks directory is not valid, or FILE cannot be written (an existing FILE is
+left as it was).
+""")
 @playbooks_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None) -> int:

@@ -143,10 +143,18 @@ class Family:
 # -- loading and validation -----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4)
 def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
-    """The validated raw entries of ``families.yaml`` (``extends`` resolved), in file order."""
+    """The validated raw entries of ``families.yaml`` (``extends`` resolved), in file order; the shipped table
+    is kept parsed between runs (doctor.datacache)."""
+    if path:
+        return _load_families(Path(path))
+    from doctor.datacache import cached
+
+    return cached("engines.families", [DATA_FILE], lambda: _load_families(DATA_FILE))
+
+
+def _load_families(file: Path) -> tuple[dict[str, Any], ...]:
     import yaml  # lazy: only commands that need the table pay for PyYAML
 
-    file = Path(path) if path else DATA_FILE
     label = file.name
     try:
         text = file.read_text(encoding="utf-8")

@@ -13,12 +13,9 @@ SEMANTICS_FILE = Path(__file__).resolve().parent / "semantics.yaml"
 
 @lru_cache(maxsize=1)
 def load_semantics() -> dict[str, Any]:
-    import yaml  # lazy: only commands that read a launch command pay for it
+    from doctor.yamlsafe import load_packaged  # lazy: only commands that read a launch command pay for it
 
-    try:
-        data = yaml.load(SEMANTICS_FILE.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{SEMANTICS_FILE}: cannot read: {exc}") from None
+    data = load_packaged(SEMANTICS_FILE)
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
         raise InputError(f"{SEMANTICS_FILE}: facts: expected a mapping")
     return data

@@ -19,6 +19,9 @@ from doctor.errors import InputError
 from doctor.versions import extract_version
 
 WHERE = "launch command"
+#: The longest launch command read: a pasted Kubernetes manifest is tens of KiB; past this it is not a command
+#: (and splitting megabytes of shell text would take seconds for nothing).
+MAX_COMMAND_CHARS = 1 << 20
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "stdbuf"}
@@ -62,6 +65,7 @@ def find_launch(source: str | list[str]) -> Launch:
     """The engine launch in ``source`` (text as pasted, or an argv list)."""
     if isinstance(source, (list, tuple)):
         tokens = [_as_str(t) for t in source]
+        _check_size(sum(len(t) + 1 for t in tokens))
         launch = _from_segments([tokens], shape="argv")
         return launch
     if not isinstance(source, str):
@@ -77,7 +81,13 @@ def find_launch(source: str | list[str]) -> Launch:
 # ---------------------------------------------------------------------------------------------
 # Text hygiene and shell tokenisation
 # ---------------------------------------------------------------------------------------------
+def _check_size(chars: int) -> None:
+    if chars > MAX_COMMAND_CHARS:
+        raise InputError(f"{WHERE}: {chars} characters is more than the {MAX_COMMAND_CHARS} a launch command can be")
+
+
 def _check_text(text: str) -> str:
+    _check_size(len(text))
     if "\x00" in text:
         raise InputError(f"{WHERE}: binary data (NUL bytes), not a command")
     if not text.strip():
@@ -306,15 +316,14 @@ def _engine_of_image(image: str) -> str | None:
 # Kubernetes YAML
 # ---------------------------------------------------------------------------------------------
 def _from_yaml(text: str) -> Launch | None:
-    import yaml  # lazy: only YAML pastes pay for it
+    from doctor.yamlsafe import load_yaml_documents  # lazy: only YAML pastes pay for it
 
+    # Aliases are refused (a billion-laughs manifest would make the container search below exponential).
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
+        docs = [d for d in load_yaml_documents(text, WHERE, max_bytes=MAX_COMMAND_CHARS * 4) if d is not None]
+    except InputError:
         if re.search(r"^\s*(apiVersion|kind|containers)\s*:", text, re.MULTILINE):
-            raise InputError(f"{WHERE}: invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+            raise
         return None
     for doc in docs:
         if isinstance(doc, list) and all(isinstance(x, (str, int, float)) for x in doc):

@@ -100,9 +100,10 @@ def _entry(raw: dict[str, Any], where: str) -> GpuModel:
 
 @lru_cache(maxsize=1)
 def _load() -> tuple[tuple[GpuModel, ...], dict[str, GpuModel]]:
-    import yaml  # lazy: only the commands that name a GPU pay for the YAML parser
+    # lazy: only the commands that name a GPU pay for the YAML parser
+    from doctor.yamlsafe import load_packaged
 
-    data = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
+    data = load_packaged(CATALOG_PATH)
     models = tuple(_entry(raw, f"gpus[{i}]") for i, raw in enumerate(data["gpus"]))
     index: dict[str, GpuModel] = {}
     for model in models:

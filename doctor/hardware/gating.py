@@ -33,9 +33,9 @@ class KernelRule:
 @lru_cache(maxsize=1)
 def kernel_rules() -> dict[str, dict[str, tuple[KernelRule, ...]]]:
     """kernel -> engine -> rules sorted by release."""
-    import yaml  # lazy, like the catalog
+    from doctor.yamlsafe import load_packaged  # lazy, like the catalog
 
-    data = yaml.safe_load(KERNELS_PATH.read_text(encoding="utf-8"))["kernels"]
+    data = load_packaged(KERNELS_PATH)["kernels"]
     out: dict[str, dict[str, tuple[KernelRule, ...]]] = {}
     for kernel, spec in data.items():
         per_engine: dict[str, tuple[KernelRule, ...]] = {}

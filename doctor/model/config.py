@@ -3,8 +3,8 @@ Hugging Face cache, or ``example:NAME`` for a scenario bundled with llmdoctor.
 
 Nothing here touches the network: on-call machines often have none, and a diagnosis must not
 depend on the Hub being up. Real configs are not always strict JSON (Nemotron-H writes a bare
-``Infinity``), so Python's permissive parser is used on purpose; the file size is capped first so
-a wrong path to a multi-gigabyte safetensors file fails fast instead of filling memory.
+``Infinity``), so Python's permissive parser is used on purpose; at most the size cap is read (doctor.inio)
+so a wrong path to a multi-gigabyte safetensors file fails fast instead of filling memory.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from doctor.errors import InputError
 
 #: Largest config.json we parse (real ones are a few KiB; the biggest vision configs ~100 KiB).
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_REF_BYTES = 4096  # refs/main holds a 40-character commit hash
 EXAMPLE_PREFIX = "example:"
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
@@ -93,8 +94,13 @@ def _hf_cache_config(repo_id: str) -> Path:
         )
     ref = repo_dir / "refs" / "main"
     if ref.is_file():
-        pinned = snapshots / ref.read_text(encoding="utf-8").strip() / "config.json"
-        if pinned.is_file():
+        from doctor.inio import read_text_capped
+
+        try:  # a commit hash; anything else (or a file far larger than one) pins nothing
+            pinned = snapshots / read_text_capped(ref, limit=_REF_BYTES, label=str(ref)).strip() / "config.json"
+        except InputError:
+            pinned = None
+        if pinned is not None and pinned.is_file():
             return pinned
     candidates = [p / "config.json" for p in snapshots.iterdir() if (p / "config.json").is_file()]
     if not candidates:
@@ -103,19 +109,10 @@ def _hf_cache_config(repo_id: str) -> Path:
 
 
 def _parse(path: Path) -> dict[str, Any]:
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise InputError(
-                f"{path}: file is {size / 2**20:.1f} MiB, larger than the "
-                f"{MAX_CONFIG_BYTES // 2**20} MiB a config.json can be (is this a weights file?)"
-            )
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text (is this a weights file?)") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return parse_config_text(text, str(path))
+    from doctor.inio import read_text_capped
+
+    return parse_config_text(read_text_capped(path, limit=MAX_CONFIG_BYTES, label=str(path),
+                                              hint="is this a weights file?"), str(path))
 
 
 def parse_config_text(text: str, source: str) -> dict[str, Any]:

@@ -11,9 +11,9 @@ RULES_PATH = Path(__file__).with_name("rules.yaml")
 
 @lru_cache(maxsize=1)
 def rules() -> dict[str, Any]:
-    import yaml  # lazy: only `plan` reads the rules
+    from doctor.yamlsafe import load_packaged  # lazy: only `plan` reads the rules
 
-    return yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
+    return load_packaged(RULES_PATH)
 
 
 def latency_modes() -> tuple[str, ...]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
-from doctor.yamlsafe import line_of, load_yaml
+from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
 
 CAUSES_FILE = "causes.yaml"
 TRAPS_FILE = "traps.yaml"
@@ -94,11 +94,25 @@ def load_playbooks(extra_dirs: Iterable[str | Path] = (), *, builtin: bool = Tru
 @lru_cache(maxsize=1)
 def _load_builtin() -> PlaybookSet:
     # The shipped trees are schema-checked by the test suite and `llmdoctor playbook validate`; at run time
-    # only the cheap cross-checks run (the JSON Schema pass costs ~0.3 s of every command's start-up).
-    pbset, errors = _load_dirs([builtin_dir()], schema=False)
-    if errors:  # a broken shipped playbook is our bug, but it must still read as one line
-        raise InputError(errors[0])
-    return pbset
+    # only the cheap cross-checks run (the JSON Schema pass costs ~0.3 s of every command's start-up), and the
+    # result is kept between runs as plain data (doctor.datacache: ~40 ms of YAML saved per run).
+    from doctor.datacache import cached
+
+    def build() -> dict[str, Any]:
+        pbset, errors = _load_dirs([builtin_dir()], schema=False)
+        if errors:  # a broken shipped playbook is our bug, but it must still read as one line
+            raise InputError(errors[0])
+        return {"playbooks": [asdict(p) for p in pbset.playbooks.values()],
+                "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps]}
+
+    data = cached("playbooks", _playbook_files(builtin_dir()), build)
+    return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
+                       causes={c["id"]: Cause(**c) for c in data["causes"]},
+                       traps=[Trap(**t) for t in data["traps"]])
+
+
+def _playbook_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:
@@ -115,7 +129,7 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
         if not directory.is_dir():
             errors.append(f"{directory}: not a directory of playbooks")
             continue
-        files = sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+        files = _playbook_files(directory)
         if not files:
             errors.append(f"{directory}: no *.yaml playbooks in it")
         # Causes first, so trees in the same directory can name causes defined beside them.
@@ -128,11 +142,9 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
 
 
 def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: bool = True) -> None:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    data, node = load_yaml(raw, str(path))
+    from doctor.inio import read_capped
+
+    data, node = load_yaml(read_capped(path, limit=MAX_YAML_BYTES, label=str(path)), str(path))
     kind = {CAUSES_FILE: "causes", TRAPS_FILE: "traps"}.get(path.name, "playbook")
     if schema:
         from doctor.playbook import schema as schemas

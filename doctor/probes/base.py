@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,17 +151,44 @@ class ProbeOptions:
 @functools.cache
 def load_data(name: str) -> Any:
     """A YAML data file that ships beside the probes (name mappings are data, not code); read once."""
-    import yaml
+    from doctor.yamlsafe import load_packaged
 
-    with (Path(__file__).parent / name).open(encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_packaged(Path(__file__).parent / name)
+
+
+def not_this_host(host: str) -> str | None:
+    """Why ``host`` is not this machine (None when it is: loopback or one of our interface addresses).
+
+    The process and GPU probes read *this* host; pointed at a remote endpoint they would describe the wrong
+    machine, so they report this reason instead.
+    """
+    import socket
+
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except socket.gaierror:
+        return f"cannot resolve host {host!r}"
+    if any(a.startswith("127.") or a in ("::1", "0.0.0.0", "::") for a in addresses):  # 0.0.0.0 reaches this host
+        return None
+    import psutil  # only for a non-loopback address: is it one of ours?
+
+    mine = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
+    if addresses & mine:
+        return None
+    return f"endpoint host {host} is not this machine"
 
 
 def api_key_from_env(name: str) -> str:
     """The API key held in environment variable ``name`` (``--api-key-env NAME``): keys never go on a command line."""
+    # The likeliest mistake here is the key itself where its variable's name belongs: never echo a value that
+    # could be one (a key has dashes or dots; a conventional variable name is upper case).
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+        raise InputError("--api-key-env: expects the NAME of an environment variable that holds the key "
+                         "(e.g. VLLM_API_KEY), not the key itself")
     value = os.environ.get(name, "")
     if not value.strip():
-        raise InputError(f"--api-key-env: environment variable {name} is not set or empty")
+        shown = name if name == name.upper() else "named by --api-key-env"
+        raise InputError(f"--api-key-env: environment variable {shown} is not set or empty")
     return value.strip()
 
 

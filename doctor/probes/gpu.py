@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from doctor.facts import Facts
@@ -100,6 +101,10 @@ def read_nvml(timeout_s: float = 2.0, *, nvml: Any = None) -> ProbeOutput:
         try:
             module = nvml
             if module is None:
+                absent = _no_driver()
+                if absent:  # skips importing pynvml (~50 ms) where it cannot work
+                    box["error"] = f"NVML unavailable: {absent}"
+                    return
                 import pynvml as module  # lazy: nvidia-ml-py is only needed when a live GPU is read
             box["out"] = _read_nvml_blocking(module)
         except Exception as exc:  # noqa: BLE001 - any NVML failure is a fact, never a crash
@@ -116,6 +121,18 @@ def read_nvml(timeout_s: float = 2.0, *, nvml: Any = None) -> ProbeOutput:
     out: ProbeOutput = box["out"]
     out.elapsed_ms = elapsed
     return out
+
+
+def _no_driver() -> str | None:
+    """On Linux the NVIDIA driver shows as /proc/driver/nvidia (and /dev/nvidiactl, also inside containers given
+    GPUs); without either NVML cannot load. None elsewhere (other systems answer through nvmlInit)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    if Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists():
+        return None
+    return "no NVIDIA driver on this host (neither /proc/driver/nvidia nor /dev/nvidiactl exists)"
 
 
 def _read_nvml_blocking(nvml: Any) -> ProbeOutput:
@@ -198,7 +215,15 @@ NAME = "gpu"
 
 
 def fetch(target: object, opts: object) -> dict[str, Any]:
-    """Probe-runner entry (doctor/probes contract): NVML is local, so ``target`` is not used."""
+    """Probe-runner entry (doctor/probes contract). NVML reads the GPUs of the host llmdoctor runs on, so for a
+    remote endpoint it would describe the wrong machine: then it reports why instead (pass --gpu for those)."""
+    from doctor.probes.base import not_this_host
+
+    host = getattr(target, "host", None)
+    elsewhere = not_this_host(host) if isinstance(host, str) else None
+    if elsewhere is not None:
+        return ProbeOutput(NVML_SOURCE, error=f"{elsewhere}: the GPUs here are not its GPUs (pass --gpu "
+                           "NAME:COUNT, or run llmdoctor on the server's host)").to_raw()
     return read_nvml(float(getattr(opts, "timeout_s", 2.0))).to_raw()
 
 

@@ -107,6 +107,8 @@ class HttpResponse:
         except json.JSONDecodeError as exc:
             raise HttpError(self.method, self.url, f"invalid JSON ({exc.msg} at line {exc.lineno} column "
                             f"{exc.colno})", "not_json", self.status) from None
+        except RecursionError:
+            raise HttpError(self.method, self.url, "JSON nested too deeply", "not_json", self.status) from None
 
 
 def get(url: str, *, timeout_s: float, headers: dict[str, str] | None = None,

@@ -12,11 +12,10 @@ variables that matter to serving, with every ``HF_*`` and ``*_TOKEN`` value mask
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from doctor.facts import Facts
-from doctor.probes.base import ProbeOptions, Target
+from doctor.probes.base import ProbeOptions, Target, not_this_host
 from doctor.redact import MASK, redact_argv, redact_env
 
 NAME = "process"
@@ -34,9 +33,9 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
 
     if opts.pid is not None:
         return _read(psutil, opts.pid, f"--pid {opts.pid}")
-    elsewhere = _not_local(psutil, target.host)
+    elsewhere = not_this_host(target.host)
     if elsewhere is not None:
-        return {"found": False, "reason": elsewhere}
+        return {"found": False, "reason": f"{elsewhere}: run llmdoctor on the server's host, or pass --pid there"}
     try:
         pids = {c.pid for c in psutil.net_connections(kind="tcp")
                 if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == target.port}
@@ -52,18 +51,6 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
                 "read (run as root or as the server's user, or pass --pid)"}
     # Workers sharing a port (SO_REUSEPORT) all listen; the lowest pid is the one that started them.
     return _read(psutil, known[0], f"listens on port {target.port}", others=known[1:])
-
-
-def _not_local(psutil: Any, host: str) -> str | None:
-    """Why ``host`` is not this machine (None when it is: loopback or one of our interface addresses)."""
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except socket.gaierror:
-        return f"cannot resolve host {host!r}"
-    mine = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
-    if any(a in mine or a.startswith("127.") or a == "::1" for a in addresses):
-        return None
-    return f"endpoint host {host} is not this machine: run llmdoctor on the server's host, or pass --pid there"
 
 
 def _read(psutil: Any, pid: int, how: str, others: list[int] | None = None) -> dict[str, Any]:

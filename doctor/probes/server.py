@@ -99,6 +99,9 @@ def raw_from_body(text: str, source: str) -> dict[str, Any]:
         record["json"] = redact_obj(json.loads(text))
     except ValueError as exc:
         record.update(error=f"{source}: not JSON ({exc})", kind="json", text=redact_text(text[:_TEXT_KEPT]))
+    except RecursionError:
+        record.update(error=f"{source}: JSON nested too deeply to be a server's answer", kind="json",
+                      text=redact_text(text[:_TEXT_KEPT]))
     return {"endpoint": source, "requests": {SERVER_INFO: record}}
 
 
@@ -140,8 +143,10 @@ def interpret(raw: dict[str, Any]) -> Facts:
         facts.set("launch.version", vllm_version, "/version")
     if vllm_dev is not None:
         _mapped_facts(facts, vllm_dev, "vllm")
-        for name, value in sorted((vllm_dev.get("vllm_env") or {}).items()):
-            facts.set(f"launch.env.{name}", value, f"server_info vllm_env {name}")
+        env = vllm_dev.get("vllm_env")
+        for name, value in sorted(env.items()) if isinstance(env, dict) else ():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                facts.set(f"launch.env.{name}", str(value), f"server_info vllm_env {name}")
     _models_facts(facts, models, engine, requests.get(MODELS, {}))
     return facts
 
@@ -203,7 +208,8 @@ def _sglang_facts(facts: Facts, info: dict[str, Any], model_info: Any) -> None:
                   observed=True)
     if isinstance(info.get("launch_command"), str):
         facts.set("server.launch_command", info["launch_command"], "server_info launch_command", observed=True)
-    ranks = [_rank_memory(state) for state in info.get("internal_states") or [] if isinstance(state, dict)]
+    states = info.get("internal_states")
+    ranks = [_rank_memory(state) for state in states if isinstance(state, dict)] if isinstance(states, list) else []
     if ranks:
         facts.set("server.rank_memory", ranks, "server_info internal_states[].memory_usage", observed=True)
     _mapped_facts(facts, info, "sglang")
@@ -219,18 +225,32 @@ def _rank_memory(state: dict[str, Any]) -> dict[str, Any]:
     gib = 1 << 30
 
     def _bytes(key: str) -> int | None:
-        value = usage.get(key)
-        return round(value * gib) if isinstance(value, (int, float)) else None
+        value = _finite(usage.get(key))
+        return round(value * gib) if value is not None and abs(value) < 2**40 else None
+
+    def _count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     return {"weight_bytes": _bytes("weight"), "kv_cache_bytes": _bytes("kvcache"),
-            "token_capacity": usage.get("token_capacity") if isinstance(usage.get("token_capacity"), int) else None,
-            "max_running_requests": state.get("effective_max_running_requests_per_dp"),
-            "gen_tokens_per_s": state.get("last_gen_throughput")}
+            "token_capacity": _count(usage.get("token_capacity")),
+            "max_running_requests": _count(state.get("effective_max_running_requests_per_dp")),
+            "gen_tokens_per_s": _finite(state.get("last_gen_throughput"))}
+
+
+def _finite(value: Any) -> float | int | None:
+    """A number a fact can hold (JSON from Python servers may carry NaN and Infinity)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _mapped_facts(facts: Facts, answer: dict[str, Any], engine: str) -> None:
-    """launch.* from the server's configuration, by the table in server_fields.yaml."""
-    for row in load_data("server_fields.yaml")[engine]:
+    """launch.* from the server's configuration, by the table in server_fields.yaml; values of the wrong type
+    (a proxy or a patched server can answer anything) are no fact, with the reason."""
+    table = load_data("server_fields.yaml")
+    for row in table[engine]:
         found, value = _lookup(answer, row["field"])
         if not found:
             continue
@@ -243,7 +263,32 @@ def _mapped_facts(facts: Facts, answer: dict[str, Any], engine: str) -> None:
             value = value > 1 if isinstance(value, (int, float)) else None
         elif transform == "is_set":
             value = value is not None
-        facts.set(row["fact"], value, f"server_info {row['field'].removeprefix('vllm_config.')}")
+        source = f"server_info {row['field'].removeprefix('vllm_config.')}"
+        expected = table["types"][row["fact"]]
+        if value is not None and not _is_type(value, expected):
+            facts.error(row["fact"], f"{source}: expected {_TYPE_NAMES[expected]}, got {_short_value(value)}")
+            continue
+        facts.set(row["fact"], float(value) if value is not None and expected == "fraction" else value, source)
+
+
+_TYPE_NAMES = {"str": "text", "int": "a whole number", "bool": "true or false", "fraction": "a number in (0, 1]"}
+
+
+def _is_type(value: Any, expected: str) -> bool:
+    if isinstance(value, bool):
+        return expected == "bool"
+    if expected == "int":
+        return isinstance(value, int)
+    if expected == "fraction":
+        return isinstance(value, (int, float)) and 0 < value <= 1
+    return isinstance(value, {"str": str, "bool": bool}[expected])
+
+
+def _short_value(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, default=str)
+    return redact_text(text if len(text) <= 40 else text[:37] + "...")
 
 
 def _lookup(document: dict[str, Any], dotted: str) -> tuple[bool, Any]:
@@ -257,7 +302,8 @@ def _lookup(document: dict[str, Any], dotted: str) -> tuple[bool, Any]:
 
 def _models_facts(facts: Facts, models: Any, engine: str, record: dict[str, Any]) -> None:
     cards = models.get("data") if isinstance(models, dict) else None
-    base = next((c for c in cards or [] if isinstance(c, dict) and not c.get("parent")), None)
+    base = next((c for c in cards if isinstance(c, dict) and not c.get("parent")), None) \
+        if isinstance(cards, list) else None
     if base is None:
         if record.get("error"):
             facts.error("server.model", str(record["error"]))

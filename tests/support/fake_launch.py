@@ -6,21 +6,33 @@ script gives it a real process to find, started the way a user would start an en
     python -m tests.support.fake_launch --model-path Qwen/Qwen3-8B --tp-size 2 --api-key SECRET --port 0
 
 Every flag is accepted and ignored except --host and --port. Once listening it prints
-``LISTENING <port>`` on stdout (port 0 picks a free one), then serves /health until killed.
+``LISTENING <port>`` on stdout (port 0 picks a free one), then serves /health until killed — and, when the
+environment names a routes file (``FAKE_LAUNCH_ROUTES``: JSON ``{path: [content type, file]}``), those files
+too, so one real process can be both the server the HTTP probes read and the process the process probe finds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+_ROUTES: dict[str, list[str]] = {}
 
 
 class _Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Length", "0")
+        route = _ROUTES.get(self.path) or _ROUTES.get(self.path.split("?")[0])
+        body = Path(route[1]).read_bytes() if route else b""
+        self.send_response(200 if route or self.path == "/health" else 404)
+        if route:
+            self.send_header("Content-Type", route[0])
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         pass
@@ -31,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args, _engine_flags = parser.parse_known_args(argv)
+    if os.environ.get("FAKE_LAUNCH_ROUTES"):
+        _ROUTES.update(json.loads(Path(os.environ["FAKE_LAUNCH_ROUTES"]).read_text()))
     server = HTTPServer((args.host, args.port), _Health)
     print(f"LISTENING {server.server_address[1]}", flush=True)
     try:

@@ -1,0 +1,97 @@
+"""Parsed copies of llmdoctor's own data files, so that a run does not re-parse the same YAML every time.
+
+The playbooks, the model-family table, the GPU catalog and the other shipped YAML (~190 KB) cost PyYAML
+60-90 ms per run (its constructor is Python even with libyaml), on a tool that should answer at once; the same
+data loads from ``marshal`` in under 2 ms. So the parsed result of each is kept in the user's cache directory,
+keyed by llmdoctor's version, the Python version and every source file's path, size and mtime (an edit or an
+upgrade rebuilds it). Only plain data is stored (marshal: no code runs on load) in a directory that must be the
+user's own and not writable by others. The cache is an optimisation only: a missing, unwritable, foreign or
+corrupt one simply means parsing as before. ``LLMDOCTOR_CACHE_DIR`` moves it; set to "" it turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_SUFFIX = ".marshal"
+
+
+def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
+    """``build()``, or its result from the last run if no file in ``sources`` changed since."""
+    directory = cache_dir()
+    sources = sorted(sources)
+    if directory is None:
+        return build()
+    try:
+        key = _key(sources)
+    except OSError:  # a source vanished: let build() say so
+        return build()
+    # One slot per data set and checkout: two installs side by side do not evict each other's copies.
+    name = f"{name}.{hashlib.sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    file = directory / f"{name}@{key}{_SUFFIX}"
+    try:
+        return marshal.loads(file.read_bytes())
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 - a corrupt or foreign cache file is rebuilt, never trusted
+        file.unlink(missing_ok=True)
+    value = build()
+    _store(directory, name, file, value)
+    return value
+
+
+def cache_dir() -> Path | None:
+    """Where the parsed copies live; None when caching is off or the directory is not safely ours."""
+    configured = os.environ.get("LLMDOCTOR_CACHE_DIR")
+    if configured is not None:
+        if not configured.strip():
+            return None
+        directory = Path(configured).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        directory = Path(base).expanduser() / "llmdoctor"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = directory.stat()
+    except (OSError, RuntimeError):
+        return None
+    # Loading is only as safe as the directory: someone else able to write there could swap the data.
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    return directory
+
+
+def _key(sources: list[Path]) -> str:
+    from doctor import __version__
+
+    digest = hashlib.sha1(f"{__version__}|{sys.version}".encode())
+    for path in sources:
+        info = path.stat()
+        digest.update(f"|{path.resolve()}|{info.st_size}|{info.st_mtime_ns}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _store(directory: Path, name: str, file: Path, value: Any) -> None:
+    try:
+        data = marshal.dumps(value)
+    except ValueError:  # not plain data: nothing to cache (a bug in the caller, but never the user's problem)
+        return
+    tmp = directory / f".{file.name}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, file)
+        for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
+            if old != file:
+                old.unlink(missing_ok=True)
+    except OSError:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,86 @@
+"""Reading what a user hands over (a file, a pipe, standard input) with the size capped *before* parsing.
+
+A wrong path (a safetensors shard where config.json was meant), ``/dev/zero``, a process substitution or a
+pipe that never ends must fail in milliseconds with one line, not fill memory: at most ``limit + 1`` bytes
+are ever read, so "too large" is known without trusting a size the file system reports (pipes and /proc
+files report none). The mirror of :mod:`doctor.outio`, which writes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from doctor.errors import InputError
+
+_CHUNK = 1 << 20
+#: A NUL byte this early means a binary file (weights, an archive, UTF-16), never text we can read.
+_SNIFF = 4096
+
+
+def read_capped(path: str | os.PathLike[str], *, limit: int, label: str, hint: str = "") -> bytes:
+    """The bytes of ``path`` (a file, FIFO or device), refusing more than ``limit``; errors start with ``label``
+    (and end with ``hint``, e.g. "is this a weights file?", where one helps)."""
+    file = Path(path).expanduser()
+    try:
+        with file.open("rb") as fh:
+            return _read_at_most(fh, limit, label, hint)
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{label}: is a directory, not a file") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_stdin_capped(*, limit: int, label: str = "standard input") -> bytes:
+    """Standard input as bytes, refusing more than ``limit`` (``cat huge | llmdoctor lint`` fails fast)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream with no bytes underneath (an embedding caller's StringIO)
+        text = sys.stdin.read(limit + 1)
+        data = text.encode("utf-8", errors="surrogateescape")
+        if len(data) > limit:
+            raise InputError(f"{label}: larger than the {describe_size(limit)} limit")
+        return data
+    return _read_at_most(stream, limit, label, "")
+
+
+def decode_text(data: bytes, label: str, hint: str = "") -> str:
+    """UTF-8 text (a leading BOM from a Windows editor dropped); binary data and other encodings refused."""
+    if b"\x00" in data[:_SNIFF]:
+        raise InputError(f"{label}: binary data, not text{_hint(hint)}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: not UTF-8 text (byte {exc.start}){_hint(hint)}") from None
+
+
+def read_text_capped(path: str | os.PathLike[str], *, limit: int, label: str, hint: str = "") -> str:
+    """:func:`read_capped` then :func:`decode_text`: the one way a user's text file is read."""
+    return decode_text(read_capped(path, limit=limit, label=label, hint=hint), label, hint)
+
+
+def describe_size(limit: int) -> str:
+    """``16 MiB`` for the messages (limits are whole MiB or KiB)."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if limit >= size and limit % size == 0:
+            return f"{limit // size} {unit}"
+    return f"{limit} bytes"
+
+
+def _hint(hint: str) -> str:
+    return f" ({hint})" if hint else ""
+
+
+def _read_at_most(fh: BinaryIO, limit: int, label: str, hint: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = fh.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+    raise InputError(f"{label}: larger than the {describe_size(limit)} limit; refusing to read it{_hint(hint)}")
