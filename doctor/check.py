@@ -190,10 +190,17 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
     from doctor.model.config import load_config
+    from doctor.sources import command_facts, gpu_facts_for, model_facts_for
 
+    # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
+    if offline.command is not None:
+        command_facts(offline.command, offline.engine_version)
+    if offline.gpu:
+        gpu_facts_for(offline.gpu)
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
                               "gpu": offline.gpu, "workload": vars(offline.workload)}
     if offline.config:
         loaded = load_config(offline.config)
+        model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
     return inputs

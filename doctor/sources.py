@@ -356,6 +356,23 @@ def _namespaces(facts: Facts) -> set[str]:
     return {f.key.split(".")[0] for f in facts}
 
 
+def read_command_file(path: str, flag: str) -> str:
+    """A launch command from a file, or from standard input for ``-``: capped before reading, never empty."""
+    from doctor.engines.shapes import MAX_COMMAND_CHARS
+
+    if path == "-":
+        from doctor.inio import decode_text, read_stdin_capped
+
+        text = decode_text(read_stdin_capped(limit=MAX_COMMAND_CHARS), "standard input")
+        where = f"{flag} - (standard input)"
+    else:
+        text = read_text(path, flag, limit=MAX_COMMAND_CHARS)
+        where = f"{flag} {path}"
+    if not text.strip():
+        raise InputError(f"{where}: empty, no launch command in it")
+    return text
+
+
 def read_text(path: str, flag: str, *, limit: int = MAX_INPUT_BYTES) -> str:
     """A user's file as text: one clear line if it is missing, too large, binary or not UTF-8 (capped before
     it is read, so a wrong path to a weights file or a pipe that never ends fails at once)."""

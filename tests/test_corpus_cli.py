@@ -197,9 +197,6 @@ def test_every_corpus_file_is_listed_and_every_listing_exists() -> None:
     assert sum(p.stat().st_size for p in CORPUS.iterdir()) < 64 * 1024  # small files only: big ones are generated
 
 
-@pytest.mark.xfail(strict=True, reason="doctor/cli/check_cmd.py reads `--command-file -` with sys.stdin.read(), "
-                   "uncapped (check_cmd.py is not this branch's to edit): it should read it with "
-                   "doctor.inio.read_stdin_capped(limit=doctor.engines.shapes.MAX_COMMAND_CHARS)")
 def test_check_command_file_stdin_is_capped_before_reading(inputs: dict[str, Path]) -> None:
     run = run_measured(["check", "--command-file", "-"], stdin=inputs["big.prom"])
     assert run.rc == 2 and "standard input" in run.stderr, run.describe()

@@ -119,14 +119,12 @@ def offline_options(f: F) -> F:
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, workload: Any) -> Any:
-    from doctor.sources import OfflineInputs, read_text
+    from doctor.sources import OfflineInputs, read_command_file
 
     if command_text and command_file:
         raise InputError("give the launch command with --command or --command-file, not both")
     if command_file:
-        import sys
-
-        command_text = sys.stdin.read() if command_file == "-" else read_text(command_file, "--command-file")
+        command_text = read_command_file(command_file, "--command-file")
     return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu,
                          nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
                          workload=workload)

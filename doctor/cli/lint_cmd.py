@@ -69,11 +69,9 @@ def _command_text(words: tuple[str, ...], command_file: str | None) -> str | lis
     if command_file and words:
         raise InputError("give the command either as arguments or with --file, not both")
     if command_file:
-        if command_file == "-":
-            return _stdin(MAX_COMMAND_CHARS)
-        from doctor.sources import read_text
+        from doctor.sources import read_command_file
 
-        return read_text(command_file, "--file", limit=MAX_COMMAND_CHARS)
+        return read_command_file(command_file, "--file")
     if len(words) == 1:
         return words[0]
     if words:
