@@ -17,21 +17,28 @@ MAX_YAML_BYTES = 4 * 1024 * 1024
 
 
 def load_packaged(path: Path) -> Any:
-    """A YAML data file shipped with llmdoctor (reviewed with the code, so trusted): parsed with libyaml when
-    PyYAML has it (the pure-Python parser costs ~10x), and kept parsed between runs (doctor.datacache)."""
+    """A YAML data file shipped with llmdoctor (reviewed with the code, so trusted), kept parsed between runs
+    (doctor.datacache)."""
     from doctor.datacache import cached
 
-    def parse() -> Any:
-        import yaml  # only when the parsed copy is missing or stale
+    return cached(f"{path.parent.name}.{path.stem}", [path], lambda: parse_packaged(path))
 
-        try:
-            return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
 
-    return cached(f"{path.parent.name}.{path.stem}", [path], parse)
+def parse_packaged(path: Path, label: str | None = None) -> Any:
+    """Parse a shipped YAML file with a safe loader — libyaml's when PyYAML has it (the pure-Python parser
+    costs ~10x) — with one InputError line naming the file (``label``, else its path) on any problem."""
+    import yaml
+
+    name = label or str(path)
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise InputError(f"{name}{where}: not valid YAML: {problem}") from None
 
 
 def load_yaml(text: str | bytes, source: str, *, max_bytes: int = MAX_YAML_BYTES) -> tuple[Any, Any]:

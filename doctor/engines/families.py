@@ -153,20 +153,10 @@ def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
 
 
 def _load_families(file: Path) -> tuple[dict[str, Any], ...]:
-    import yaml  # lazy: only commands that need the table pay for PyYAML
+    from doctor.yamlsafe import parse_packaged
 
     label = file.name
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{label}: cannot be read: {exc.strerror or exc}") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        data = yaml.load(text, Loader=loader)  # a safe loader, C-accelerated when PyYAML has libyaml
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{label}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    data = parse_packaged(file, label)
     if not isinstance(data, dict) or not isinstance(data.get("families"), list):
         raise InputError(f"{label}: families: missing or not a list")
     raw = data["families"]
