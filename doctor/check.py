@@ -52,7 +52,6 @@ class CheckRun:
     gathered: Gathered
     diagnosis: Diagnosis
     elapsed_ms: float
-    snapshot_extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def facts(self) -> Facts:
@@ -117,7 +116,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     unreachable = () if active_ran else ("active",)
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
-    return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000, extra)
+    return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
 
 def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:

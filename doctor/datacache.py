@@ -25,7 +25,11 @@ _SUFFIX = ".marshal"
 
 
 def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
-    """``build()``, or its result from the last run if no file in ``sources`` changed since."""
+    """``build()``, or its result from the last run if no file in ``sources`` changed since.
+
+    When ``build`` shapes the data in code (validation, defaults, dataclass fields), list that code's module file
+    among ``sources`` too: an edit to it must rebuild the copy as surely as an edit to the YAML.
+    """
     directory = cache_dir()
     sources = sorted(sources)
     if directory is None:

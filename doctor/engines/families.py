@@ -149,7 +149,7 @@ def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
         return _load_families(Path(path))
     from doctor.datacache import cached
 
-    return cached("engines.families", [DATA_FILE], lambda: _load_families(DATA_FILE))
+    return cached("engines.families", [DATA_FILE, Path(__file__)], lambda: _load_families(DATA_FILE))
 
 
 def _load_families(file: Path) -> tuple[dict[str, Any], ...]:

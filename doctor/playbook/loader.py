@@ -36,7 +36,6 @@ class Cause:
     fix: dict[str, str]
     ref: str
     evidence: tuple[str, ...] = ()
-    false_leads: str = ""
     source: str = ""
 
 
@@ -105,7 +104,8 @@ def _load_builtin() -> PlaybookSet:
         return {"playbooks": [asdict(p) for p in pbset.playbooks.values()],
                 "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps]}
 
-    data = cached("playbooks", _playbook_files(builtin_dir()), build)
+    # the loader's own file is a source too: its dataclasses decide the shape of the cached data
+    data = cached("playbooks", [*_playbook_files(builtin_dir()), Path(__file__)], build)
     return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
                        causes={c["id"]: Cause(**c) for c in data["causes"]},
                        traps=[Trap(**t) for t in data["traps"]])
@@ -164,7 +164,7 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
             pbset.causes[cause_id] = Cause(
                 id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
                 why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
-                evidence=tuple(body.get("evidence", ())), false_leads=body.get("false_leads", "").strip(),
+                evidence=tuple(body.get("evidence", ())),
                 source=where,
             )
     elif kind == "traps":

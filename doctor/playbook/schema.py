@@ -106,7 +106,6 @@ CAUSES_SCHEMA: dict[str, Any] = {
                     },
                     "ref": {"type": "string", "minLength": 1},
                     "evidence": {"type": "array", "items": {"type": "string", "pattern": FACT_KEY}},
-                    "false_leads": {"type": "string"},
                 },
             },
         },

@@ -85,11 +85,6 @@ class HttpResponse:
                         else ": needs an API key: pass --api-key-env NAME")
         return HttpError(self.method, self.url, message, "status", self.status)
 
-    def raise_for_status(self) -> None:
-        error = self.status_error()
-        if error is not None:
-            raise error
-
     def page_error(self) -> HttpError | None:
         """An HTML page (a proxy's login, a web server's welcome) where an API answer was expected."""
         if self.content_type in ("text/html", "application/xhtml+xml"):
