@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -318,7 +319,12 @@ def _total(samples: list[Sample]) -> float:
     for labels, value in samples:
         key = tuple(sorted((k, v) for k, v in labels.items() if k not in _REPLICA_LABELS))
         groups[key] = max(groups.get(key, value), value)
-    return sum(groups.values())
+    # Samples are finite (non-finite ones are dropped when parsing), but a sum of huge ones can still overflow:
+    # keep it finite (clamped, with the true sign) so every fact stays a number JSON and int() can take.
+    try:
+        return math.fsum(groups.values())
+    except OverflowError:
+        return math.copysign(sys.float_info.max, math.fsum(v / 2**1000 for v in groups.values()))
 
 
 def _by_rank(samples: list[Sample]) -> dict[str, float] | None:
