@@ -1,4 +1,7 @@
-"""The process probe against real child processes listening on real ports (tests/support/fake_launch.py)."""
+"""The process probe against real child processes listening on real ports (tests/support/fake_launch.py).
+
+Every test runs twice: with Linux's /proc read directly (doctor/probes/procfs.py, the fast path) and with
+psutil (what other platforms use), so both ways of answering stay interchangeable."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.probes import process
+from doctor.probes import process, procfs
 from doctor.probes.base import ProbeOptions, Target, run_probe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,15 @@ def launched(*flags: str, executable: str = sys.executable, env: dict[str, str] 
     finally:
         child.terminate()
         child.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True, params=["procfs", "psutil"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "psutil":
+        monkeypatch.setattr(procfs, "available", lambda: False)
+    elif not procfs.available():
+        pytest.skip("no /proc on this platform")
+    return request.param
 
 
 ENGINE_FLAGS = ("--model-path", "Qwen/Qwen3-8B", "--tp-size", "2", "--api-key", SECRET,

@@ -6,7 +6,8 @@ found by the TCP port it listens on (or ``--pid``), on this host only: a remote 
 another container's PID namespace, or a process we may not read are reported as facts
 (``process.found = false`` and why), never as crashes.
 
-Everything kept is redacted: argv through :func:`doctor.redact.redact_argv`, and only the environment
+On Linux /proc is read directly (doctor/probes/procfs.py: psutil's import and full connection scan cost more
+than the HTTP probes); elsewhere psutil answers the same questions. Everything kept is redacted: argv through :func:`doctor.redact.redact_argv`, and only the environment
 variables that matter to serving, with every ``HF_*`` and ``*_TOKEN`` value masked whatever its name says.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from doctor.facts import Facts
+from doctor.probes import procfs
 from doctor.probes.base import ProbeOptions, Target, not_this_host
 from doctor.redact import MASK, redact_argv, redact_env
 
@@ -29,17 +31,13 @@ _MASKED_SUFFIXES = ("_TOKEN",)
 
 
 def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
-    import psutil
-
     if opts.pid is not None:
-        return _read(psutil, opts.pid, f"--pid {opts.pid}")
+        return _read(opts.pid, f"--pid {opts.pid}")
     elsewhere = not_this_host(target.host)
     if elsewhere is not None:
         return {"found": False, "reason": f"{elsewhere}: run llmdoctor on the server's host, or pass --pid there"}
-    try:
-        pids = {c.pid for c in psutil.net_connections(kind="tcp")
-                if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == target.port}
-    except psutil.AccessDenied:
+    pids = _listening(target.port)
+    if pids is None:
         return {"found": False, "reason": "listening sockets cannot be read without more privileges "
                 "(run as root or as the server's user, or pass --pid)"}
     if not pids:
@@ -50,16 +48,29 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
         return {"found": False, "reason": f"a process listens on port {target.port} but its owner cannot be "
                 "read (run as root or as the server's user, or pass --pid)"}
     # Workers sharing a port (SO_REUSEPORT) all listen; the lowest pid is the one that started them.
-    return _read(psutil, known[0], f"listens on port {target.port}", others=known[1:])
+    return _read(known[0], f"listens on port {target.port}", others=known[1:])
 
 
-def _read(psutil: Any, pid: int, how: str, others: list[int] | None = None) -> dict[str, Any]:
+def _listening(port: int) -> set[int | None] | None:
+    """Pids listening on ``port`` (None in the set: a listener whose owner we may not see); None: no access."""
+    if procfs.available():
+        pids, listened = procfs.listening_pids(port)
+        return set(pids) if pids or not listened else {None}
+    import psutil
+
     try:
-        proc = psutil.Process(pid)
-        argv, name = proc.cmdline(), proc.name()
-    except psutil.NoSuchProcess:
-        return {"found": False, "reason": f"no process {pid} ({how})"}
+        return {c.pid for c in psutil.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
     except psutil.AccessDenied:
+        return None
+
+
+def _read(pid: int, how: str, others: list[int] | None = None) -> dict[str, Any]:
+    try:
+        argv, name, env = _process(pid)
+    except LookupError:
+        return {"found": False, "reason": f"no process {pid} ({how})"}
+    except PermissionError:
         return {"found": False, "pid": pid, "reason": f"process {pid} ({how}) cannot be read: run as root or as "
                 "its user"}
     if name in PORT_FORWARDERS:
@@ -68,11 +79,33 @@ def _read(psutil: Any, pid: int, how: str, others: list[int] | None = None) -> d
     raw: dict[str, Any] = {"found": True, "pid": pid, "how": how, "argv": redact_argv(argv), "name": name}
     if others:
         raw["other_pids"] = others
-    try:
-        raw["env"] = select_env(proc.environ())
-    except psutil.AccessDenied:
+    if env is None:
         raw["env_error"] = f"the environment of process {pid} cannot be read: run as root or as its user"
+    else:
+        raw["env"] = select_env(env)
     return raw
+
+
+def _process(pid: int) -> tuple[list[str], str, dict[str, str] | None]:
+    """(argv, name, environment or None); LookupError: no such process; PermissionError: not ours to read."""
+    if procfs.available():
+        try:
+            return procfs.read(pid)
+        except FileNotFoundError:
+            raise LookupError(pid) from None
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        argv, name = proc.cmdline(), proc.name()
+    except psutil.NoSuchProcess:
+        raise LookupError(pid) from None
+    except psutil.AccessDenied:
+        raise PermissionError(pid) from None
+    try:
+        return argv, name, proc.environ()
+    except psutil.AccessDenied:
+        return argv, name, None
 
 
 def select_env(env: dict[str, str]) -> dict[str, str]:
