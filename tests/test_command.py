@@ -332,6 +332,32 @@ def test_other_launchers() -> None:
     assert uv.get("tensor_parallel_size") == 2 and uv.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
+def test_process_argv_through_the_console_script_shebang() -> None:
+    """/proc/PID/cmdline of `vllm serve` is the interpreter, the script's path, then its arguments."""
+    vllm = parse_command(["/usr/bin/python3", "/usr/local/bin/vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2"],
+                         engine_version="0.13.0")
+    assert (vllm.engine, vllm.entry, vllm.model) == ("vllm", "vllm serve", "Qwen/Qwen3-8B")
+    assert vllm.get("tensor_parallel_size") == 2 and not vllm.positionals and not vllm.problems
+    sglang = parse_command(["/opt/venv/bin/python3.12", "-u", "/opt/venv/bin/sglang", "serve", "--model-path", "m"],
+                           engine_version="0.5.23")
+    assert (sglang.engine, sglang.model, sglang.problems) == ("sglang", "m", [])
+
+
+def test_process_argv_of_an_unknown_launcher_reads_only_its_flags() -> None:
+    """A launcher of the operator's own: its program, script or module is not an engine argument."""
+    cmd = parse_command(["/usr/bin/python3", "-m", "mycorp.serve", "--model-path", "m", "--tp-size", "2"],
+                        engine="sglang", engine_version="0.5.23")
+    assert cmd.get("tp_size") == 2 and not cmd.positionals and not cmd.problems
+    assert any("`python3 -m mycorp.serve`, a launcher llmdoctor does not know" in note for note in cmd.notes)
+
+
+@pytest.mark.parametrize("argv", [["/usr/bin/python3", "/srv/proxy.py"], ["envoy"], ["python3", "-m", "http.server"]])
+def test_process_argv_without_engine_flags_is_no_launch(argv: list[str]) -> None:
+    """A proxy or any other program on the port is not a launch to lint (its path is no stray engine argument)."""
+    with pytest.raises(InputError, match="is not a vLLM or SGLang launch"):
+        parse_command(argv, engine="vllm")
+
+
 def test_exports_comments_fences_and_lost_backslashes() -> None:
     text = """```bash
 export VLLM_BATCH_INVARIANT=1   # reproducible evals

@@ -202,14 +202,41 @@ def _from_segments(segments: list[list[str]], shape: str) -> Launch:
             launch.env = {**env, **local_env, **launch.env}
             return launch
     flags_only = [t for seg in segments for t in seg]
-    if shape == "argv" or (flags_only and flags_only[0].startswith("-")):
-        # only engine arguments (a k8s args: list, an argv): command.py guesses the engine
+    if flags_only and flags_only[0].startswith("-"):
+        # only engine arguments (a k8s args: list, a pasted flag list): command.py guesses the engine
         tokens, local_env = _strip_env(flags_only, env)
         return Launch(None, "arguments only", tokens, {**env, **local_env}, shape=shape)
+    if shape == "argv":
+        return _launcher_arguments(flags_only, env)
     first = " ".join(segments[0][:3]) if segments else ""
     raise InputError(f"{WHERE}: no vLLM or SGLang launch found (expected `vllm serve`, "
                      f"`python -m sglang.launch_server`, `sglang serve`, or a vllm/vllm-openai or "
                      f"lmsysorg/sglang image; saw {first[:60]!r})")
+
+
+def _launcher_arguments(tokens: list[str], env: dict[str, str]) -> Launch:
+    """A process's argv that starts no engine entry point llmdoctor knows: the engine's flags behind a launcher
+    of the operator's own (``python serve.py --model ...``), or no engine at all (a proxy on the port).
+
+    The program (and for Python its options and script or module) is not an engine argument: only what follows
+    is read, and only if it is flags. A process with no flags after its program is not a launch to lint; saying
+    its path is a stray argument would be a false "the server cannot start" about a server that is running.
+    """
+    tokens, local_env = _strip_env(tokens, env)
+    if not tokens:
+        raise InputError(f"{WHERE}: empty")
+    program, i = os.path.basename(tokens[0]), 1
+    if _PYTHON.match(program):
+        while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "-m":
+            i += 1
+        i = min(i + (2 if i < len(tokens) and tokens[i] == "-m" else 1), len(tokens))
+    launcher, rest = " ".join([program, *tokens[1:i]]), tokens[i:]
+    if not rest or not rest[0].startswith("-"):
+        raise InputError(f"{WHERE}: `{launcher[:80]}` is not a vLLM or SGLang launch (no engine entry point, "
+                         "no engine flags)")
+    return Launch(None, "arguments only", rest, {**env, **local_env}, shape="argv",
+                  notes=[f"started by `{launcher[:80]}`, a launcher llmdoctor does not know: the arguments after "
+                         "it are read as the engine's"])
 
 
 def _strip_env(tokens: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -254,6 +281,9 @@ def _entry(tokens: list[str], shape: str) -> Launch | None:
                 return Launch(engine, entry, tokens[i + 2:], shape=shape)
             if module == "vllm.entrypoints.cli.main" and i + 2 < len(tokens) and tokens[i + 2] == "serve":
                 return Launch("vllm", "vllm serve", tokens[i + 3:], shape=shape)
+        elif i < len(tokens) and os.path.basename(tokens[i]) in ("vllm", "sglang"):
+            # The console script run by its shebang: how `vllm serve` reads in /proc/PID/cmdline.
+            return _entry(tokens[i:], shape)
         return None
     if head in ("docker", "podman", "nerdctl") and len(tokens) > 1 and tokens[1] == "run":
         return _docker(tokens[2:])
