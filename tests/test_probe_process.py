@@ -73,6 +73,20 @@ def test_finds_the_server_by_port_and_reads_argv_and_env_without_secrets():
     assert SECRET not in everything and HF_SECRET not in everything
 
 
+@pytest.mark.parametrize(("listen", "connect"), [("::1", "[::1]"), ("::", "127.0.0.1"), ("::", "localhost")])
+def test_finds_an_ipv6_or_dual_stack_listener(listen, connect):
+    """A server on IPv6 (or on ``::``, dual stack, which takes IPv4 connections too) is in /proc/net/tcp6 only:
+    the table of the other family is read when the first has no listener on the port."""
+    try:
+        socket.socket(socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 on this host")
+    with launched("--host", listen, *ENGINE_FLAGS) as (child, port):
+        result = run_probe(process, Target.parse(f"{connect}:{port}"), ProbeOptions())
+    assert result.ok, result.error
+    assert result.facts.get("process.pid") == child.pid
+
+
 def test_pid_option_reads_that_process():
     with launched(*ENGINE_FLAGS) as (child, _port):
         result = run_probe(process, Target.parse("127.0.0.1:1"), ProbeOptions(pid=child.pid))

@@ -36,7 +36,7 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
     elsewhere = not_this_host(target.host)
     if elsewhere is not None:
         return {"found": False, "reason": f"{elsewhere}: run llmdoctor on the server's host, or pass --pid there"}
-    pids = _listening(target.port)
+    pids = _listening(target.port, ipv6_first=":" in target.host)
     if pids is None:
         return {"found": False, "reason": "listening sockets cannot be read without more privileges "
                 "(run as root or as the server's user, or pass --pid)"}
@@ -51,10 +51,10 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
     return _read(known[0], f"listens on port {target.port}", others=known[1:])
 
 
-def _listening(port: int) -> set[int | None] | None:
+def _listening(port: int, *, ipv6_first: bool) -> set[int | None] | None:
     """Pids listening on ``port`` (None in the set: a listener whose owner we may not see); None: no access."""
     if procfs.available():
-        pids, listened = procfs.listening_pids(port)
+        pids, listened = procfs.listening_pids(port, ipv6_first=ipv6_first)
         return set(pids) if pids or not listened else {None}
     import psutil
 

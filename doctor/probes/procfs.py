@@ -20,11 +20,17 @@ def available() -> bool:
     return (PROC / "net" / "tcp").is_file()
 
 
-def listening_pids(port: int) -> tuple[set[int], bool]:
+def listening_pids(port: int, *, ipv6_first: bool = False) -> tuple[set[int], bool]:
     """(pids holding a TCP socket listening on ``port``, whether such a socket exists at all — a listener whose
-    process we may not read, or that lives in another PID namespace, shows in /proc/net/tcp all the same)."""
+    process we may not read, or that lives in another PID namespace, shows in /proc/net/tcp all the same).
+
+    The table of the address family the probes connect with is read first, and the other only when it has no
+    listener on the port: the listener there is the one that answered (Linux refuses a second wildcard bind of
+    the same port across families, bar SO_REUSEPORT), and each table costs a few ms to generate on some
+    kernels (5 ms under gVisor, measured), a third of the probe.
+    """
     inodes: set[str] = set()
-    for table in ("tcp", "tcp6"):
+    for table in ("tcp6", "tcp") if ipv6_first else ("tcp", "tcp6"):
         try:
             lines = (PROC / "net" / table).read_text().splitlines()[1:]
         except OSError:
@@ -33,6 +39,8 @@ def listening_pids(port: int) -> tuple[set[int], bool]:
             fields = line.split()
             if len(fields) > 9 and fields[3] == _LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
                 inodes.add(f"socket:[{fields[9]}]")
+        if inodes:
+            break
     pids: set[int] = set()
     if not inodes:
         return pids, False

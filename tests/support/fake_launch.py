@@ -5,7 +5,8 @@ script gives it a real process to find, started the way a user would start an en
 
     python -m tests.support.fake_launch --model-path Qwen/Qwen3-8B --tp-size 2 --api-key SECRET --port 0
 
-Every flag is accepted and ignored except --host and --port. Once listening it prints
+Every flag is accepted and ignored except --host and --port (an IPv6 --host listens on IPv6; ``::``
+dual-stack, as engines do when told ``--host ::``). Once listening it prints
 ``LISTENING <port>`` on stdout (port 0 picks a free one), then serves /health until killed — and, when the
 environment names a routes file (``FAKE_LAUNCH_ROUTES``: JSON ``{path: [content type, file]}``), those files
 too, so one real process can be both the server the HTTP probes read and the process the process probe finds.
@@ -16,8 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _ROUTES: dict[str, list[str]] = {}
@@ -38,6 +40,14 @@ class _Health(BaseHTTPRequestHandler):
         pass
 
 
+class _HTTPServer6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)  # dual stack, as Linux's default
+        super().server_bind()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--host", default="127.0.0.1")
@@ -45,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     args, _engine_flags = parser.parse_known_args(argv)
     if os.environ.get("FAKE_LAUNCH_ROUTES"):
         _ROUTES.update(json.loads(Path(os.environ["FAKE_LAUNCH_ROUTES"]).read_text()))
-    server = HTTPServer((args.host, args.port), _Health)
+    server_class = _HTTPServer6 if ":" in args.host else ThreadingHTTPServer
+    server = server_class((args.host, args.port), _Health)
     print(f"LISTENING {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
