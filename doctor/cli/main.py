@@ -6,6 +6,7 @@ the imports of ``report`` or ``check``: an on-call tool must start instantly.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -70,17 +71,26 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Run the CLI; turn our errors into one line and an exit code, and never show a traceback."""
+    """Run the CLI and exit with its code."""
+    rc = run()
+    # The process ends now, and CPython's finalization would traverse every object the run allocated in full
+    # collections (~35 ms of a `check`, measured): moved to the permanent generation, they are not traversed.
+    gc.freeze()
+    sys.exit(rc)
+
+
+def run() -> int:
+    """The exit code of one CLI run; our errors become one line on stderr, never a traceback."""
     from doctor.errors import DoctorError
 
     try:
         # Commands return their exit code; --help and --version return 0.
         rc = cli.main(prog_name="llmdoctor", standalone_mode=False)
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.exceptions.Abort:
         click.echo("llmdoctor: aborted", err=True)
-        sys.exit(130)
+        return 130
     except click.ClickException as exc:
         # One line like every other error (runbooks grep stderr); the help pointer replaces click's usage block.
         # Redacted: click quotes the offending value, which may be a pasted secret.
@@ -89,17 +99,17 @@ def main() -> None:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         click.echo(f"llmdoctor: {redact_text(' '.join(exc.format_message().split()))}{hint}", err=True)
-        sys.exit(2)
+        return 2
     except DoctorError as exc:
         click.echo(f"llmdoctor: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except BrokenPipeError:
         # `llmdoctor ... | head`: the reader left; nothing to report.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        return 0
     except KeyboardInterrupt:
         click.echo("llmdoctor: interrupted", err=True)
-        sys.exit(130)
+        return 130
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
         if os.environ.get("LLMDOCTOR_DEBUG"):
             raise
@@ -109,5 +119,5 @@ def main() -> None:
             "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
             err=True,
         )
-        sys.exit(4)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        return 4
+    return rc if isinstance(rc, int) else 0
