@@ -28,6 +28,8 @@ SERVER_PROBES = ("server", "metrics")
 
 @dataclass
 class CheckOptions:
+    """Everything `check` was asked to look at: a live target, a snapshot, offline inputs, which playbooks."""
+
     endpoint: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 2.0
@@ -47,6 +49,8 @@ class CheckOptions:
 
 @dataclass
 class CheckRun:
+    """One check: the probes' results, the gathered facts and the diagnosis, as every renderer reads them."""
+
     target: Target | None
     probes: list[ProbeResult]
     gathered: Gathered

@@ -49,6 +49,8 @@ class Evidence:
 
 @dataclass
 class Finding:
+    """One conclusion: a cause that holds, how sure, the evidence that led to it and the fix."""
+
     id: str
     severity: str
     confidence: str

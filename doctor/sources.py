@@ -42,6 +42,8 @@ class Workload:
 
 @dataclass
 class OfflineInputs:
+    """What the user handed over without a server: a command, a config, a GPU, recorded files, a workload."""
+
     command: str | list[str] | None = None
     #: where the command came from; only one the user typed may fail the run (a process argv may be anything)
     command_from: str = "--command"

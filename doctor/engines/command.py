@@ -76,6 +76,8 @@ KINDS = ("unknown_flag", "other_engine_flag", "too_new_flag", "ambiguous_flag", 
 
 @dataclass
 class LaunchCommand:
+    """A launch command read against its engine's catalog: every flag resolved, every problem noted."""
+
     engine: str
     version: str | None            # as given / from the image tag; None: unknown
     version_source: str            # "given", "image tag vllm/vllm-openai:v0.13.0", "unknown"

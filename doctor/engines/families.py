@@ -82,6 +82,8 @@ class ParserSpec:
 
 @dataclass(frozen=True)
 class EngineSpec:
+    """The tool-call and reasoning parsers one engine needs for a family."""
+
     tool: ParserSpec
     reasoning: ParserSpec
 

@@ -48,6 +48,8 @@ HINTS = {
 
 @dataclass
 class Diagnosis:
+    """The playbooks' verdict: findings, and what could not be checked (and why)."""
+
     findings: list[Finding] = field(default_factory=list)
     unchecked: list[Unchecked] = field(default_factory=list)
     #: symptoms whose trees ran

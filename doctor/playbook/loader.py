@@ -28,6 +28,8 @@ NAMESPACES = ("model", "launch", "engine", "expect", "gpu", "metrics", "server",
 
 @dataclass(frozen=True)
 class Cause:
+    """One cause, defined once in causes.yaml: what it is, why it matters, the fix per engine, the seed ref."""
+
     id: str
     title: str
     severity: str
@@ -41,6 +43,8 @@ class Cause:
 
 @dataclass(frozen=True)
 class Trap:
+    """A metric that misleads on one engine (traps.yaml): why, and what to read instead."""
+
     id: str
     metric: str
     engine: str
@@ -51,6 +55,8 @@ class Trap:
 
 @dataclass(frozen=True)
 class Playbook:
+    """One symptom's decision tree, with the entry conditions that decide whether it runs unasked."""
+
     symptom: str
     title: str
     tree: list[dict[str, Any]]
@@ -62,6 +68,8 @@ class Playbook:
 
 @dataclass
 class PlaybookSet:
+    """Every loaded playbook, cause and trap: what the engine walks."""
+
     playbooks: dict[str, Playbook] = field(default_factory=dict)
     causes: dict[str, Cause] = field(default_factory=dict)
     traps: list[Trap] = field(default_factory=list)

@@ -204,6 +204,8 @@ def auth_headers(target: Target, opts: ProbeOptions) -> dict[str, str]:
 
 @dataclass
 class ProbeResult:
+    """What one probe brought back: the redacted raw answer (what snapshots keep) and the facts read from it."""
+
     name: str
     ok: bool
     error: str | None  # one line, redacted

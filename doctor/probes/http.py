@@ -51,6 +51,8 @@ class HttpError(ProbeError):
 
 @dataclass
 class HttpResponse:
+    """One answer, already capped and decompressed: what the probes interpret."""
+
     status: int
     reason: str
     headers: dict[str, str]  # lower-cased names
