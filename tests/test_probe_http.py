@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from support.httpserver import HTML, JSON, LocalServer, Response
@@ -194,3 +200,86 @@ def test_json_nested_past_the_recursion_limit_is_one_line():
     deep = Response(body="[" * 100_000 + "]" * 100_000, content_type=JSON)
     with LocalServer({"/server_info": deep}) as srv, pytest.raises(HttpError, match="JSON nested too deeply"):
         get(srv.url("/server_info"), timeout_s=2, max_bytes=MB).json()
+
+
+@contextmanager
+def raw_server(answer: bytes) -> Iterator[int]:
+    """A listener that reads a request and writes ``answer`` byte for byte, then closes: for what a
+    well-behaved test server will not send (chunked bodies, garbage instead of HTTP)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        thread.join(timeout=5)
+
+
+def test_chunked_body_is_reassembled():
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+              b"7;ext=1\r\n{\"a\": 1\r\n2\r\n}\n\r\n0\r\nX-Trailer: y\r\n\r\n")
+    with raw_server(answer) as port:
+        resp = get(f"http://127.0.0.1:{port}/v1/models", timeout_s=2.0, max_bytes=MB)
+    assert resp.status == 200 and resp.json() == {"a": 1}
+
+
+def test_chunked_body_past_the_cap_is_refused():
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024 + b"\r\n0\r\n\r\n"
+    with raw_server(answer) as port:
+        err = _error(f"http://127.0.0.1:{port}/metrics", max_bytes=1000)
+    assert err.kind == "too_large"
+
+
+def test_interim_100_continue_is_skipped():
+    answer = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+    with raw_server(answer) as port:
+        assert get(f"http://127.0.0.1:{port}/x", timeout_s=2.0, max_bytes=MB).json() == {}
+
+
+@pytest.mark.parametrize("answer", [b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.1 2000 OK\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n"])
+def test_a_server_that_does_not_speak_http_is_one_line(answer):
+    with raw_server(answer) as port:
+        err = _error(f"http://127.0.0.1:{port}/v1/models")
+    assert err.kind == "protocol" and "not an HTTP response" in str(err)
+
+
+def test_a_line_break_in_a_header_is_never_sent():
+    with LocalServer() as srv:
+        err = _error(srv.url("/v1/models"), headers={"Authorization": "Bearer k\r\nX-Injected: 1"})
+        assert err.kind == "protocol" and "line break" in str(err)
+        assert not srv.requests
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_tls_server_with_an_untrusted_certificate_is_a_tls_error(tmp_path):
+    """https:// targets go through ssl with verification on: a self-signed certificate is refused."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            try:
+                with context.wrap_socket(conn, server_side=True):
+                    pass
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    err = _error(f"https://127.0.0.1:{listener.getsockname()[1]}/v1/models")
+    thread.join(timeout=5)
+    assert err.kind == "tls" and "TLS error: self-signed certificate" in str(err)

@@ -9,15 +9,19 @@ balloon, so the guarantees are spelt out here rather than left to a library's de
 * **gzip** is accepted only with a decompression cap (a gzip bomb stops at ``max_bytes``);
 * **redirects** are followed only to the same scheme+host+port, so credentials never leave the target;
 * every failure is one line naming the method and URL: refused, reset, DNS, TLS, timeout, HTTP status.
+
+Why not http.client: every request here sends ``Connection: close`` and reads one response, which is a page
+of code on a socket; http.client would bring the email package (its header parser) and ssl, ~30 ms of
+imports on every `check` (bench/bench_check.py), more than the HTTP exchanges themselves. ssl is imported
+only for an https:// target.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import socket
-import ssl
+import sys
 import threading
 import time
 import zlib
@@ -32,6 +36,10 @@ from doctor.redact import redact_text
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
 _READ_CHUNK = 64 * 1024
+#: A status or header line longer than this, or more headers than that, is not a server's answer
+#: (the limits http.client applies).
+_MAX_LINE = 64 * 1024
+_MAX_HEADERS = 100
 
 
 class HttpError(ProbeError):
@@ -161,13 +169,7 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise HttpError(method, url, f"timed out after {timeout_s:g}s", "timeout")
-    if scheme == "https":
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            host, port, timeout=remaining, context=ssl.create_default_context())
-    else:
-        conn = http.client.HTTPConnection(host, port, timeout=remaining)
     expired = threading.Event()
-    # Our own reference: http.client drops conn.sock once a "Connection: close" response begins.
     held: list[socket.socket] = []
 
     def _expire() -> None:
@@ -181,53 +183,129 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
     watchdog.daemon = True
     watchdog.start()
     try:
-        conn.connect()
-        held.append(conn.sock)
+        held.append(socket.create_connection((host, port), timeout=remaining))
+        if scheme == "https":
+            import ssl  # only a TLS target pays for it
+
+            held.append(ssl.create_default_context().wrap_socket(held[0], server_hostname=host))
         if expired.is_set():  # the deadline passed while connecting
             raise TimeoutError
-        conn.putrequest(method, path, skip_accept_encoding=True)
-        sent = {"User-Agent": f"llmdoctor/{__version__}", "Accept-Encoding": "gzip", "Connection": "close",
-                **headers}
+        sent = {"Host": _host_header(scheme, host, port), "User-Agent": f"llmdoctor/{__version__}",
+                "Accept-Encoding": "gzip", "Connection": "close", **headers}
         if body is not None:
             sent["Content-Length"] = str(len(body))
-        for name, value in sent.items():
-            conn.putheader(name, value)
-        conn.endheaders(body)
-        raw = conn.getresponse()
-        response_headers = {k.lower(): v for k, v in raw.getheaders()}
-        payload = _read_body(raw, method, url, max_bytes)
+        if any(c in text for item in sent.items() for text in item for c in "\r\n\0"):
+            # A key read from the environment with a line break in it would write headers of its own.
+            raise HttpError(method, url, "a header (the API key?) contains a line break; not sent", "protocol")
+        head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items()) + "\r\n"
+        held[-1].sendall(head.encode("latin-1") + (body or b""))
+        with held[-1].makefile("rb") as stream:
+            status, reason, response_headers = _read_head(stream, method, url)
+            payload = b"" if status in (204, 304) else _read_body(stream, response_headers, status, method, url,
+                                                                  max_bytes)
         if expired.is_set():  # the watchdog cut the body short
             raise TimeoutError
         payload = _decode(payload, response_headers.get("content-encoding", ""), method, url, max_bytes)
         sent_auth = any(k.lower() == "authorization" for k in headers)
-        return HttpResponse(raw.status, raw.reason or "", response_headers, payload, 0.0, url, method, sent_auth)
-    except HttpError:
-        raise
+        return HttpResponse(status, reason, response_headers, payload, 0.0, url, method, sent_auth)
     except Exception as exc:  # noqa: BLE001 - classified into one line below
         if expired.is_set():
             raise HttpError(method, url, f"timed out after {timeout_s:g}s", "timeout") from None
+        if isinstance(exc, HttpError):
+            raise
         raise _classify(exc, method, url, host, timeout_s) from None
     finally:
         watchdog.cancel()
-        conn.close()
+        for sock in reversed(held):
+            sock.close()
 
 
-def _read_body(raw: http.client.HTTPResponse, method: str, url: str, max_bytes: int) -> bytes:
-    declared = raw.getheader("content-length")
-    if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise HttpError(method, url, f"body larger than {max_bytes} bytes", "too_large", raw.status)
-    chunks: list[bytes] = []
-    total = 0
+def _host_header(scheme: str, host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == (443 if scheme == "https" else 80) else f"{shown}:{port}"
+
+
+def _line(stream: Any, method: str, url: str) -> bytes:
+    line = stream.readline(_MAX_LINE + 1)
+    if len(line) > _MAX_LINE:
+        raise HttpError(method, url, f"not an HTTP response (a line over {_MAX_LINE} bytes)", "protocol")
+    return line
+
+
+def _read_head(stream: Any, method: str, url: str) -> tuple[int, str, dict[str, str]]:
+    """The status line and headers (names lower-cased), past any 1xx interim response."""
     while True:
-        chunk = raw.read(_READ_CHUNK)
+        line = _line(stream, method, url)
+        if not line:
+            raise HttpError(method, url, "connection closed by the server before it answered", "reset")
+        version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
+            raise HttpError(method, url, f"not an HTTP response (it began {line[:40]!r})", "protocol")
+        headers: dict[str, str] = {}
+        for count in range(_MAX_HEADERS + 1):
+            line = _line(stream, method, url)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            if count == _MAX_HEADERS:
+                raise HttpError(method, url, f"not an HTTP response (more than {_MAX_HEADERS} headers)", "protocol")
+            name, colon, value = line.decode("latin-1").partition(":")
+            if colon:
+                headers[name.strip().lower()] = value.strip()
+        if not 100 <= int(code) < 200:
+            return int(code), reason.strip(), headers
+
+
+def _read_body(stream: Any, headers: dict[str, str], status: int, method: str, url: str, max_bytes: int) -> bytes:
+    """The body as sent (chunked, of a declared length, or up to the close), refused past ``max_bytes``."""
+    def too_large() -> HttpError:
+        return HttpError(method, url, f"body larger than {max_bytes} bytes", "too_large", status)
+
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size_line = _line(stream, method, url)
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                if not size_line:
+                    raise _incomplete(method, url, total, None) from None
+                raise HttpError(method, url, "not an HTTP response (a bad chunk size)", "protocol") from None
+            if size == 0:
+                while _line(stream, method, url) not in (b"\r\n", b"\n", b""):  # trailers
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > max_bytes:
+                raise too_large()
+            chunk = stream.read(size)
+            if len(chunk) < size:
+                raise _incomplete(method, url, total - size + len(chunk), size - len(chunk))
+            chunks.append(chunk)
+            stream.readline(_MAX_LINE)  # the CRLF after the chunk
+    declared = headers.get("content-length", "")
+    length = int(declared) if declared.isdigit() else None
+    if length is not None and length > max_bytes:
+        raise too_large()
+    chunks = []
+    total = 0
+    while length is None or total < length:
+        chunk = stream.read1(_READ_CHUNK if length is None else min(_READ_CHUNK, length - total))
         if not chunk:
-            if raw.length:  # read(amt) returns b"" at an early EOF instead of raising
-                raise http.client.IncompleteRead(b"".join(chunks), raw.length)
-            return b"".join(chunks)
+            if length is not None:
+                raise _incomplete(method, url, total, length - total)
+            break
         total += len(chunk)
         if total > max_bytes:
-            raise HttpError(method, url, f"body larger than {max_bytes} bytes", "too_large", raw.status)
+            raise too_large()
         chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _incomplete(method: str, url: str, got: int, missing: int | None) -> HttpError:
+    told = f"got {got} bytes, {missing} missing" if missing is not None else f"got {got} bytes"
+    return HttpError(method, url, f"connection closed before the body was complete ({told})", "reset")
 
 
 def _decode(payload: bytes, encoding: str, method: str, url: str, max_bytes: int) -> bytes:
@@ -257,17 +335,13 @@ def _classify(exc: BaseException, method: str, url: str, host: str, timeout_s: f
         return HttpError(method, url, "connection refused", "refused")
     if isinstance(exc, socket.gaierror):
         return HttpError(method, url, f"cannot resolve host {host!r}", "dns")
-    if isinstance(exc, ssl.SSLCertVerificationError):
+    ssl = sys.modules.get("ssl")  # imported only if the target is https
+    if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         return HttpError(method, url, f"TLS error: {exc.verify_message or exc.reason}", "tls")
-    if isinstance(exc, ssl.SSLError):
+    if ssl is not None and isinstance(exc, ssl.SSLError):
         return HttpError(method, url, f"TLS error: {exc.reason or exc}", "tls")
-    if isinstance(exc, http.client.IncompleteRead):
-        return HttpError(method, url, f"connection closed before the body was complete "
-                         f"(got {len(exc.partial)} bytes, {exc.expected} missing)", "reset")
-    if isinstance(exc, (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected)):
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
         return HttpError(method, url, "connection closed by the server before it answered", "reset")
-    if isinstance(exc, http.client.HTTPException):
-        return HttpError(method, url, f"not an HTTP response ({type(exc).__name__})", "protocol")
     if isinstance(exc, OSError):
         return HttpError(method, url, exc.strerror or str(exc) or type(exc).__name__, "reset")
     return HttpError(method, url, f"{type(exc).__name__}: {exc}", "protocol")
