@@ -318,7 +318,15 @@ def load_catalog(engine: str, version: str | None = None) -> Catalog:
 
 @cache
 def _load_json(engine: str, version: str) -> dict[str, Any]:
+    """One catalog, kept parsed between runs (doctor/datacache.py): json.loads of a 240 kB catalog is a few ms
+    of every command that reads a launch command, marshal a fraction of that."""
+    from doctor.datacache import cached
+
     path = CATALOG_DIR / f"{engine}-{version}.json"
+    return cached(f"engines.catalog.{engine}-{version}", [path], lambda: _parse_json(path))
+
+
+def _parse_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
