@@ -259,6 +259,13 @@ def test_a_line_break_in_a_header_is_never_sent():
         assert not srv.requests
 
 
+def test_a_url_that_would_split_the_request_line_is_never_sent():
+    with LocalServer() as srv:
+        err = _error(srv.url("/v1/models x\r\nX-Injected: 1"))
+        assert err.kind == "protocol" and "space or a control character" in str(err)
+        assert not srv.requests
+
+
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_tls_server_with_an_untrusted_certificate_is_a_tls_error(tmp_path):
     """https:// targets go through ssl with verification on: a self-signed certificate is refused."""

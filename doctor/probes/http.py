@@ -51,8 +51,10 @@ class HttpError(ProbeError):
     UNREACHABLE = frozenset({"refused", "dns", "tls", "timeout"})
 
     def __init__(self, method: str, url: str, message: str, kind: str, status: int | None = None) -> None:
-        # Only the URL can carry a secret (?api_key=…); the message is ours or the OS's.
-        super().__init__(f"{method} {redact_text(url)}: {message}")
+        # Only the URL can carry a secret (?api_key=…); the message is ours or the OS's. A control character in
+        # it is shown escaped: the error stays one line.
+        shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in url)
+        super().__init__(f"{method} {redact_text(shown)}: {message}")
         self.kind = kind
         self.status = status
 
@@ -166,6 +168,8 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
     scheme, host, port = _origin(url)
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if any(c <= " " or c == "\x7f" for c in path):  # it would split the request line
+        raise HttpError(method, url, "the URL contains a space or a control character; not sent", "protocol")
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise HttpError(method, url, f"timed out after {timeout_s:g}s", "timeout")
