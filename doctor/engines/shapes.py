@@ -227,8 +227,7 @@ def _launcher_arguments(tokens: list[str], env: dict[str, str]) -> Launch:
         raise InputError(f"{WHERE}: empty")
     program, i = os.path.basename(tokens[0]), 1
     if _PYTHON.match(program):
-        while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "-m":
-            i += 1
+        i = _interpreter_options_end(tokens)
         i = min(i + (2 if i < len(tokens) and tokens[i] == "-m" else 1), len(tokens))
     launcher, rest = " ".join([program, *tokens[1:i]]), tokens[i:]
     if not rest or not rest[0].startswith("-"):
@@ -237,6 +236,14 @@ def _launcher_arguments(tokens: list[str], env: dict[str, str]) -> Launch:
     return Launch(None, "arguments only", rest, {**env, **local_env}, shape="argv",
                   notes=[f"started by `{launcher[:80]}`, a launcher llmdoctor does not know: the arguments after "
                          "it are read as the engine's"])
+
+
+def _interpreter_options_end(tokens: list[str]) -> int:
+    """In ``python [options] (-m MODULE | SCRIPT) …``, the index of ``-m`` or of the script."""
+    i = 1
+    while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "-m":
+        i += 1
+    return i
 
 
 def _strip_env(tokens: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -271,9 +278,7 @@ def _entry(tokens: list[str], shape: str) -> Launch | None:
     if head == "sglang" and len(tokens) > 1 and tokens[1] == "serve":
         return Launch("sglang", "sglang serve", tokens[2:], shape=shape)
     if _PYTHON.match(head):
-        i = 1
-        while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "-m":
-            i += 1
+        i = _interpreter_options_end(tokens)
         if i + 1 < len(tokens) and tokens[i] == "-m":
             module = tokens[i + 1]
             if module in _MODULES:
