@@ -75,20 +75,28 @@ class CheckRun:
             "engine_version": facts.get("launch.version") or facts.get("server.version"),
             "model": facts.get("server.model") or facts.get("launch.model") or facts.get("model.name"),
             "elapsed_ms": round(self.elapsed_ms, 1),
-            "probes": [_probe_entry(p) for p in self.probes],
+            "probes": [_probe_entry(p, facts) for p in self.probes],
             **facts.to_dict(),
             **self.diagnosis.to_dict(),
         }
 
 
-def _probe_entry(probe: ProbeResult) -> dict[str, Any]:
+def _probe_entry(probe: ProbeResult, facts: Facts) -> dict[str, Any]:
     entry = {"name": probe.name, "ok": probe.ok, "error": probe.error, "elapsed_ms": round(probe.elapsed_ms, 1)}
+    moot = probe_not_applicable(probe, facts)
+    if moot:
+        entry["not_applicable"] = moot
     if probe.name.startswith("active."):  # what was sent (never the key), how long it took, what was seen
         from doctor.probes.active import is_active, observation
 
         if is_active(probe.name):
             entry.update(observation(probe))
     return entry
+
+
+def probe_not_applicable(probe: ProbeResult, facts: Facts) -> str | None:
+    """Why a probe that failed had nothing to read here (the GPU probe on a CPU server), or None."""
+    return None if probe.ok else facts.inapplicable_reason(probe.name)
 
 
 def unreachable_reason(results: list[ProbeResult]) -> str | None:

@@ -26,12 +26,18 @@ QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
     None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
 }
 
+#: What exists only on a GPU deployment: the GPU itself, and what is sized from its memory (does the model fit
+#: per GPU, how many KV tokens should fit, measured vs expected capacity).
+GPU_ONLY = ("gpu", "fit.weights_fit", "fit.kv_tokens_per_group", "capacity")
+
 #: vLLM aligns the hybrid attention block size to this many tokens (kernel block alignment).
 VLLM_HYBRID_ALIGNMENT = 16
 
 
 def derive_all(facts: Facts) -> Facts:
     derive_model_label(facts)
+    derive_cpu_deployment(facts)
+    derive_absent_counters(facts)
     derive_kernel_support(facts)
     derive_fit(facts)
     derive_quantization_match(facts)
@@ -39,6 +45,7 @@ def derive_all(facts: Facts) -> Facts:
     derive_misaligned_chunks(facts)
     derive_ep_load(facts)
     derive_capacity(facts)
+    derive_kv_from_mem_fraction(facts)
     return facts
 
 
@@ -152,3 +159,77 @@ def derive_capacity(facts: Facts) -> None:
     facts.set("capacity.measured_tokens", int(measured.value), measured.source, observed=True)
     facts.set("capacity.expected_tokens", int(expected), "derived: fit.kv_tokens_per_group")
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
+
+
+def derive_cpu_deployment(facts: Facts) -> None:
+    """A server on the CPU (SGLang ``--device cpu``) has no GPU: ``gpu.*`` (GPU_ONLY) does not apply, it is not unknown.
+
+    Without this, every run on such a host reports the GPU probe as failed ("no NVIDIA driver") and asks for
+    ``--gpu``, and GPU-only causes are listed as "could not check". A GPU named by the user (``--gpu``) or read
+    by NVML wins: then the facts are there and nothing is marked.
+    """
+    device = facts.fact("launch.device")
+    if device is None or device.value != "cpu" or "gpu.name" in facts:
+        return
+    reason = f"the engine runs on the CPU (launch.device 'cpu' from {device.source}): there is no GPU"
+    for key in GPU_ONLY:
+        facts.not_applicable(key, reason)
+
+
+def derive_kv_from_mem_fraction(facts: Facts) -> None:
+    """launch.kv_from_mem_fraction: whether the KV pool is sized by the memory fraction, so raising it adds KV.
+
+    Not when the pool is capped in tokens (SGLang ``--max-total-tokens``: the pool is the smaller of the two,
+    sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:3096-3106), nor on the CPU, where the fraction
+    is of host memory (SGLang reads the host's memory as "GPU memory" there) and the advice to give the engine
+    85-90% of it would starve the machine. Otherwise a GPU deployment is assumed, as everywhere else; the
+    source says so.
+    """
+    if "launch.mem_fraction" not in facts:
+        return
+    device = facts.fact("launch.device")
+    cap = facts.fact("launch.max_total_tokens")
+    if device is not None and device.value == "cpu":
+        facts.set("launch.kv_from_mem_fraction", False,
+                  f"derived: launch.device 'cpu' ({device.source}): the fraction is of host memory, not a GPU's")
+    elif cap is not None and cap.value is not None:
+        facts.set("launch.kv_from_mem_fraction", False,
+                  f"derived: launch.max_total_tokens {cap.value} ({cap.source}) caps the KV pool in tokens")
+    else:
+        on = f"device {device.value!r}" if device is not None and device.value else "a GPU (device not given)"
+        capped = "no token cap" if cap is not None else "no token cap known"
+        facts.set("launch.kv_from_mem_fraction", True, f"derived: {on}, {capped}: the fraction sizes the KV pool")
+
+
+def derive_absent_counters(facts: Facts) -> None:
+    """Counters a server shows only once non-zero (metric_names.yaml ``absent_means_zero``): zero, when its version
+    is one that has them.
+
+    SGLang (>= 0.5.8) shows ``sglang:num_retracted_requests_total`` only after its first retraction, so a healthy
+    server has none: "0 retractions since start" if the server's version has the counter; if the version is
+    unknown or older, absence cannot be told from "not exported", and the fact stays unknown saying so.
+    """
+    absent = facts.get("metrics.absent_counters")
+    if not isinstance(absent, dict):
+        return
+    from doctor.errors import InputError
+    from doctor.versions import version_at_least
+
+    version = facts.fact("launch.version") or facts.fact("server.version")
+    for canonical, info in absent.items():
+        family, since = info.get("family"), str(info.get("since"))
+        try:
+            has_it = version is not None and version_at_least(version.value, since)
+        except InputError:  # a version we cannot order ("nightly"): absence proves nothing
+            has_it = False
+        if not has_it:
+            known = f"this server's version is {version.value}" if version is not None else "its version is unknown"
+            facts.error(f"metrics.{canonical}_total", f"{family} is not in /metrics: versions >= {since} show it "
+                        f"only once it counts, older ones not at all, and {known}", replace=True)
+            continue
+        source = (f"derived: {family} absent from /metrics, which {version.value} (>= {since}) shows only once "
+                  "it counts (doctor/probes/metric_names.yaml)")
+        facts.set(f"metrics.{canonical}_total", 0, source, observed=True)
+        if info.get("window_s"):
+            facts.set(f"metrics.{canonical}_per_s", 0.0, f"{source}; absent from both scrapes "
+                      f"{info['window_s']:g}s apart", observed=True)

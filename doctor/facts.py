@@ -11,6 +11,9 @@ Three states matter to the playbooks, so they are kept apart here:
 * unknown (no fact at all), optionally with the reason a probe recorded (``facts.error("metrics", ...)``),
   so a tree can say "could not check metrics.kv_usage: connection refused" instead of guessing.
 
+A whole namespace can also *not apply* (``facts.not_applicable("gpu", ...)``: the server runs on the CPU): its
+keys stay unknown, but no input could make them known, so a tree does not ask for them.
+
 Probes never raise: they call :meth:`Facts.error` and carry on (DESIGN.md "Facts").
 """
 
@@ -45,28 +48,52 @@ class Facts:
     def __init__(self) -> None:
         self._facts: dict[str, Fact] = {}
         self._errors: dict[str, str] = {}
+        self._not_applicable: dict[str, str] = {}
 
     # -- writing ---------------------------------------------------------------------------
     def set(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
-        """Record ``key`` (replacing an earlier value: the latest, most specific source wins)."""
+        """Record ``key`` (replacing an earlier value: the latest, most specific source wins).
+
+        A reason recorded earlier for ``key`` itself being unknown is dropped: a later source (the server's
+        resolved value after a launch command that left it to the engine) answered it, and a key must not
+        read as both known and unknown. Errors of a whole prefix (``gpu``) stay: they explain its other keys.
+        """
         self._facts[key] = Fact(key, value, source, observed)
+        self._errors.pop(key, None)
 
     def set_default(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
         """Record ``key`` only if nothing knows it yet: offline inputs fill what live probes missed."""
         if key not in self._facts:
             self.set(key, value, source, observed=observed)
 
-    def error(self, key: str, message: str) -> None:
-        """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt."""
-        self._errors.setdefault(key, message)
+    def error(self, key: str, message: str, *, replace: bool = False) -> None:
+        """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt.
+
+        The first reason wins unless ``replace``: a later, better explanation (the server runs on the CPU,
+        so there is no GPU to read) replaces a symptom of it (NVML found no driver). A known key keeps no
+        reason.
+        """
+        if key in self._facts:
+            return
+        if replace:
+            self._errors[key] = message
+        else:
+            self._errors.setdefault(key, message)
+
+    def not_applicable(self, key: str, reason: str) -> None:
+        """Say that ``key`` (a fact or a namespace such as ``gpu``) does not exist for this deployment, and why."""
+        self._not_applicable[key] = reason
 
     def update(self, other: Facts, *, overwrite: bool = True) -> None:
         """Merge ``other`` in; with ``overwrite=False`` existing facts win (gap filling)."""
         for key, fact in other._facts.items():
             if overwrite or key not in self._facts:
                 self._facts[key] = fact
+                self._errors.pop(key, None)
         for key, message in other._errors.items():
-            self._errors.setdefault(key, message)
+            if key not in self._facts:
+                self._errors.setdefault(key, message)
+        self._not_applicable.update(other._not_applicable)
 
     # -- reading ---------------------------------------------------------------------------
     def __contains__(self, key: object) -> bool:
@@ -99,16 +126,28 @@ class Facts:
                 return message
         return None
 
+    def inapplicable_reason(self, key: str) -> str | None:
+        """Why ``key`` does not apply here: the reason given for it or for its nearest dotted prefix."""
+        parts = key.split(".")
+        for end in range(len(parts), 0, -1):
+            reason = self._not_applicable.get(".".join(parts[:end]))
+            if reason is not None:
+                return reason
+        return None
+
     @property
     def errors(self) -> dict[str, str]:
         return dict(self._errors)
 
     # -- serialisation (snapshots, JSON output) -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "facts": {k: self._facts[k].to_dict() for k in sorted(self._facts)},
             "errors": dict(sorted(self._errors.items())),
         }
+        if self._not_applicable:
+            out["not_applicable"] = dict(sorted(self._not_applicable.items()))
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
@@ -117,4 +156,6 @@ class Facts:
             facts.set(key, item.get("value"), str(item.get("source", "")), observed=bool(item.get("observed")))
         for key, message in (data.get("errors") or {}).items():
             facts.error(key, str(message))
+        for key, reason in (data.get("not_applicable") or {}).items():
+            facts.not_applicable(key, str(reason))
         return facts

@@ -368,6 +368,10 @@ def _counters(facts: Facts, scrape: _Scrape, engine: str) -> None:
                   observed=True)
     else:
         _missing(facts, "metrics.preemptions_total", "preemptions", engine, scrape)
+        _absent_counter(facts, "preemptions", engine, None)
+    found = scrape.find("retracted_recent", engine)
+    if found:
+        facts.set("metrics.retracted_recent", int(_total(found[1])), _source(found[0]), observed=True)
     hit_rate = _hit_rate(scrape, None, engine)
     if hit_rate is not None:
         facts.set("metrics.prefix_hit_rate", hit_rate[0], hit_rate[1], observed=True)
@@ -377,6 +381,24 @@ def _counters(facts: Facts, scrape: _Scrape, engine: str) -> None:
             _missing(facts, "metrics.prefix_hit_rate", absent, engine, scrape)
         else:
             facts.error("metrics.prefix_hit_rate", "no prompt tokens counted yet")
+
+
+def _absent_counter(facts: Facts, canonical: str, engine: str, window_s: float | None) -> None:
+    """Record a counter the engine shows only once it is non-zero (``absent_means_zero`` in metric_names.yaml).
+
+    Whether its absence means zero depends on the engine version, which the scrape does not carry:
+    doctor/derive.py decides once the server has said its version. ``window_s``: the sampling window over
+    which it was absent from both scrapes (its rate is then zero too).
+    """
+    spec, _ = _table()
+    since = (spec[canonical].get("absent_means_zero") or {}).get(engine)
+    if since is None:
+        return
+    absent = dict(facts.get("metrics.absent_counters") or {})
+    absent[canonical] = {"family": spec[canonical][engine][0] + "_total", "since": since,
+                         "window_s": window_s if window_s is not None else absent.get(canonical, {}).get("window_s")}
+    facts.set("metrics.absent_counters", absent, "/metrics (families a server shows only once they count)",
+              observed=True)
 
 
 def _hit_rate(now: _Scrape, before: _Scrape | None, engine: str) -> tuple[float, str] | None:
@@ -544,8 +566,12 @@ def _rates(facts: Facts, before: _Scrape, now: _Scrape, engine: str) -> None:
     for canonical, key in (("preemptions", "preemptions_per_s"), ("gen_tokens", "gen_tokens_per_s"),
                            ("prompt_tokens", "prompt_tokens_per_s")):
         old, new = before.find(canonical, engine), now.find(canonical, engine)
+        if not old and new:  # created by its first increment between the scrapes: it counted from zero
+            old = (new[0], [])
         if not old or not new:
             _missing(facts, f"metrics.{key}", canonical, engine, now)
+            if not old and not new:
+                _absent_counter(facts, canonical, engine, round(dt, 3))
             continue
         delta = _total(new[1]) - _total(old[1])
         if delta < 0:

@@ -25,10 +25,15 @@ def _summary(run: CheckRun) -> str:
 
 
 def _probe_lines(run: CheckRun) -> list[str]:
+    from doctor.check import probe_not_applicable
+
     lines = []
     for probe in run.probes:
+        moot = probe_not_applicable(probe, run.facts)
         state = click.style("ok", fg="green") if probe.ok else click.style("failed", fg="red")
         detail = "" if probe.ok else f": {probe.error}"
+        if moot:
+            state, detail = click.style("n/a", fg="cyan"), f": {moot}"
         lines.append(f"  {probe.name:<8} {state} {probe.elapsed_ms:.0f} ms{detail}")
         if probe.ok and _is_active(probe):
             lines.append(f"      {_active(probe)['summary']}")
