@@ -35,6 +35,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 
 def derive_all(facts: Facts) -> Facts:
+    derive_device(facts)
     derive_model_label(facts)
     derive_cpu_deployment(facts)
     derive_absent_counters(facts)
@@ -47,6 +48,30 @@ def derive_all(facts: Facts) -> Facts:
     derive_capacity(facts)
     derive_kv_from_mem_fraction(facts)
     return facts
+
+
+def derive_device(facts: Facts) -> None:
+    """launch.device = "cpu" for a server that runs on CPU: vLLM's CPU backend (``VLLM_TARGET_DEVICE=cpu``) or
+    SGLang's ``--device cpu``. Such a server has no GPU to examine, and its KV cache is not a fraction of GPU
+    memory (vLLM sizes it by ``VLLM_CPU_KVCACHE_SPACE`` GiB, SGLang by ``--max-total-tokens``), so the GPU
+    memory fraction is not a fact about it."""
+    engine = facts.get("launch.engine")
+    if engine == "vllm":
+        found = facts.fact("launch.env.VLLM_TARGET_DEVICE")
+        if found is None or str(found.value).strip().lower() != "cpu":
+            return
+        source = f"VLLM_TARGET_DEVICE=cpu ({found.source})"
+    elif engine == "sglang":
+        found = facts.fact("launch.flags.device")
+        if found is None or str(found.value).strip().lower() != "cpu":
+            return
+        source = f"--device cpu ({found.source})"
+    else:
+        return
+    facts.set("launch.device", "cpu", source)
+    facts.forget("launch.mem_fraction", f"the server runs on CPU ({source}): no GPU memory fraction applies")
+    if "gpu.name" not in facts:
+        facts.forget("gpu", f"the server runs on CPU ({source}): there is no GPU to examine")
 
 
 def derive_model_label(facts: Facts) -> None:

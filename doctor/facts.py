@@ -84,6 +84,12 @@ class Facts:
         """Say that ``key`` (a fact or a namespace such as ``gpu``) does not exist for this deployment, and why."""
         self._not_applicable[key] = reason
 
+    def forget(self, key: str, message: str) -> None:
+        """Make ``key`` unknown again, saying why (a fact that turned out not to apply, e.g. a GPU memory
+        fraction on a server that runs on CPU)."""
+        self._facts.pop(key, None)
+        self._errors[key] = message
+
     def update(self, other: Facts, *, overwrite: bool = True) -> None:
         """Merge ``other`` in; with ``overwrite=False`` existing facts win (gap filling)."""
         for key, fact in other._facts.items():

@@ -56,6 +56,12 @@ class OfflineInputs:
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
     workload: Workload = field(default_factory=Workload)
+    #: generation_config.json content recorded with ``config_json`` (a replayed snapshot)
+    generation_config_json: dict[str, Any] | None = None
+    #: the config recorded was the served model's own (found from the launch), not one the user named
+    config_served: bool = False
+    #: replaying a snapshot: the served model's files on this machine are not the ones the run saw
+    replay: bool = False
 
 
 @dataclass
@@ -79,7 +85,8 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
-                    raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
+                    raw: dict[str, Any] | None = None, generation: dict[str, Any] | None = None
+                    ) -> tuple[Any, Facts]:
     """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
     describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
     or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
@@ -105,7 +112,9 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
-    if loaded.path is not None:
+    if generation is not None:
+        facts.update(generation_facts(generation, f"{spec} generation_config.json (recorded)"))
+    elif loaded.path is not None:
         facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
     return card, facts
 
@@ -133,26 +142,37 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     return out
 
 
-def generation_defaults(path: Path) -> Facts:
-    """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
+def read_generation_config(path: Path) -> dict[str, Any] | None:
+    """generation_config.json as a dict, or None when absent or unreadable."""
     import json
 
     from doctor.inio import read_text_capped
 
-    out = Facts()
     try:
         data = json.loads(read_text_capped(path, limit=_GENERATION_CONFIG_BYTES, label=str(path))) \
             if path.is_file() else None
     except (InputError, ValueError, RecursionError):
         data = None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def generation_defaults(path: Path) -> Facts:
+    """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
+    data = read_generation_config(path)
+    if data is None:
+        out = Facts()
         out.error("model.default_temperature", f"no readable {path.name} next to config.json")
         return out
+    return generation_facts(data, path.name)
+
+
+def generation_facts(data: dict[str, Any], label: str) -> Facts:
+    out = Facts()
     temperature = data.get("temperature") if data.get("do_sample", True) is not False else 0
     if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
-        out.set("model.default_temperature", float(temperature), f"{path.name}:temperature")
+        out.set("model.default_temperature", float(temperature), f"{label}:temperature")
     else:
-        out.set("model.default_temperature", None, f"{path.name}: no temperature")
+        out.set("model.default_temperature", None, f"{label}: no temperature")
     return out
 
 
@@ -305,14 +325,19 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
 
     config_spec = inputs.config or _config_from_launch(facts)
-    if config_spec:
+    if config_spec and inputs.replay and not inputs.config:
+        # A snapshot that did not record the served model's config: the files at that path on this machine
+        # may be another model (or absent), so they are not read in its place.
+        facts.error("model", f"the snapshot does not carry the served model's config.json ({config_spec} is not "
+                             "read here: it may not be the model the run saw); pass --config")
+    elif config_spec:
         try:
             gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
                                                    engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
-                                                   raw=inputs.config_json)
+                                                   raw=inputs.config_json, generation=inputs.generation_config_json)
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
-            _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
+            _same_checkpoint(facts, config_spec, from_launch=not inputs.config or inputs.config_served)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error
                 raise

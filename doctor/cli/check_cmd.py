@@ -223,7 +223,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
     report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
     """
-    from doctor.check import active_results, snapshot_inputs, unreachable_reason
+    from doctor.check import active_results, served_model_inputs, snapshot_inputs, unreachable_reason
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
     from doctor.snapshot import build_snapshot, write_snapshot
@@ -247,6 +247,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
         return EXIT_UNREACHABLE
     if active:
         results += active_results(target, probe_opts, results, offline, model=model, timeout_s=active_timeout_s)
+    inputs.update(served_model_inputs(results, offline))
     write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")

@@ -131,7 +131,9 @@ class _Walk:
                 break
 
     def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
-        if all(_under(k, self.unreachable) for k in missing):
+        # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
+        # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
+        if any(_under(k, self.unreachable) for k in missing):
             return
         # A fact that does not apply to this deployment (gpu.* on a CPU server) can be given by no input:
         # the branch is moot, not "could not check".
