@@ -95,8 +95,11 @@ def _probe_entry(probe: ProbeResult, facts: Facts) -> dict[str, Any]:
 
 
 def probe_not_applicable(probe: ProbeResult, facts: Facts) -> str | None:
-    """Why a probe that failed had nothing to read here (the GPU probe on a CPU server), or None."""
-    return None if probe.ok else facts.inapplicable_reason(probe.name)
+    """Why a probe that failed had nothing to read here, or None: the GPU probe on a server that runs on the CPU
+    (derive.derive_device) is not a failure — there is no GPU to find."""
+    if probe.ok or probe.name != "gpu" or facts.get("launch.device") != "cpu" or "gpu.name" in facts:
+        return None
+    return facts.unknown_reason("gpu")
 
 
 def unreachable_reason(results: list[ProbeResult]) -> str | None:

@@ -26,10 +26,6 @@ QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
     None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
 }
 
-#: What exists only on a GPU deployment: the GPU itself, and what is sized from its memory (does the model fit
-#: per GPU, how many KV tokens should fit, measured vs expected capacity).
-GPU_ONLY = ("gpu", "fit.weights_fit", "fit.kv_tokens_per_group", "capacity")
-
 #: vLLM aligns the hybrid attention block size to this many tokens (kernel block alignment).
 VLLM_HYBRID_ALIGNMENT = 16
 
@@ -37,7 +33,6 @@ VLLM_HYBRID_ALIGNMENT = 16
 def derive_all(facts: Facts) -> Facts:
     derive_device(facts)
     derive_model_label(facts)
-    derive_cpu_deployment(facts)
     derive_absent_counters(facts)
     derive_kernel_support(facts)
     derive_fit(facts)
@@ -62,10 +57,12 @@ def derive_device(facts: Facts) -> None:
             return
         source = f"VLLM_TARGET_DEVICE=cpu ({found.source})"
     elif engine == "sglang":
-        found = facts.fact("launch.flags.device")
+        # launch.device: --device from the command (engines/semantics.yaml), or the device the server resolved
+        # (/server_info `device`: also "cpu" when SGLang picked the CPU itself)
+        found = facts.fact("launch.device")
         if found is None or str(found.value).strip().lower() != "cpu":
             return
-        source = f"--device cpu ({found.source})"
+        source = f"device cpu ({found.source})"
     else:
         return
     facts.set("launch.device", "cpu", source)
@@ -186,44 +183,23 @@ def derive_capacity(facts: Facts) -> None:
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
 
 
-def derive_cpu_deployment(facts: Facts) -> None:
-    """A server on the CPU (SGLang ``--device cpu``) has no GPU: ``gpu.*`` (GPU_ONLY) does not apply, it is not unknown.
-
-    Without this, every run on such a host reports the GPU probe as failed ("no NVIDIA driver") and asks for
-    ``--gpu``, and GPU-only causes are listed as "could not check". A GPU named by the user (``--gpu``) or read
-    by NVML wins: then the facts are there and nothing is marked.
-    """
-    device = facts.fact("launch.device")
-    if device is None or device.value != "cpu" or "gpu.name" in facts:
-        return
-    reason = f"the engine runs on the CPU (launch.device 'cpu' from {device.source}): there is no GPU"
-    for key in GPU_ONLY:
-        facts.not_applicable(key, reason)
-
-
 def derive_kv_from_mem_fraction(facts: Facts) -> None:
     """launch.kv_from_mem_fraction: whether the KV pool is sized by the memory fraction, so raising it adds KV.
 
     Not when the pool is capped in tokens (SGLang ``--max-total-tokens``: the pool is the smaller of the two,
-    sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:3096-3106), nor on the CPU, where the fraction
-    is of host memory (SGLang reads the host's memory as "GPU memory" there) and the advice to give the engine
-    85-90% of it would starve the machine. Otherwise a GPU deployment is assumed, as everywhere else; the
-    source says so.
+    sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:3096-3106). (On the CPU there is no GPU memory
+    fraction at all: derive_device forgets it.) Otherwise the fraction sizes the pool; the source says whether a
+    token cap was known to be absent or simply not known.
     """
     if "launch.mem_fraction" not in facts:
         return
-    device = facts.fact("launch.device")
     cap = facts.fact("launch.max_total_tokens")
-    if device is not None and device.value == "cpu":
-        facts.set("launch.kv_from_mem_fraction", False,
-                  f"derived: launch.device 'cpu' ({device.source}): the fraction is of host memory, not a GPU's")
-    elif cap is not None and cap.value is not None:
+    if cap is not None and cap.value is not None:
         facts.set("launch.kv_from_mem_fraction", False,
                   f"derived: launch.max_total_tokens {cap.value} ({cap.source}) caps the KV pool in tokens")
     else:
-        on = f"device {device.value!r}" if device is not None and device.value else "a GPU (device not given)"
-        capped = "no token cap" if cap is not None else "no token cap known"
-        facts.set("launch.kv_from_mem_fraction", True, f"derived: {on}, {capped}: the fraction sizes the KV pool")
+        known = "no token cap" if cap is not None else "no token cap known"
+        facts.set("launch.kv_from_mem_fraction", True, f"derived: {known}, the fraction sizes the KV pool")
 
 
 def derive_absent_counters(facts: Facts) -> None:
@@ -249,8 +225,8 @@ def derive_absent_counters(facts: Facts) -> None:
             has_it = False
         if not has_it:
             known = f"this server's version is {version.value}" if version is not None else "its version is unknown"
-            facts.error(f"metrics.{canonical}_total", f"{family} is not in /metrics: versions >= {since} show it "
-                        f"only once it counts, older ones not at all, and {known}", replace=True)
+            facts.forget(f"metrics.{canonical}_total", f"{family} is not in /metrics: versions >= {since} show it "
+                         f"only once it counts, older ones not at all, and {known}")
             continue
         source = (f"derived: {family} absent from /metrics, which {version.value} (>= {since}) shows only once "
                   "it counts (doctor/probes/metric_names.yaml)")

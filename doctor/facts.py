@@ -11,9 +11,6 @@ Three states matter to the playbooks, so they are kept apart here:
 * unknown (no fact at all), optionally with the reason a probe recorded (``facts.error("metrics", ...)``),
   so a tree can say "could not check metrics.kv_usage: connection refused" instead of guessing.
 
-A whole namespace can also *not apply* (``facts.not_applicable("gpu", ...)``: the server runs on the CPU): its
-keys stay unknown, but no input could make them known, so a tree does not ask for them.
-
 Probes never raise: they call :meth:`Facts.error` and carry on (DESIGN.md "Facts").
 """
 
@@ -48,7 +45,6 @@ class Facts:
     def __init__(self) -> None:
         self._facts: dict[str, Fact] = {}
         self._errors: dict[str, str] = {}
-        self._not_applicable: dict[str, str] = {}
 
     # -- writing ---------------------------------------------------------------------------
     def set(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
@@ -66,23 +62,11 @@ class Facts:
         if key not in self._facts:
             self.set(key, value, source, observed=observed)
 
-    def error(self, key: str, message: str, *, replace: bool = False) -> None:
-        """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt.
-
-        The first reason wins unless ``replace``: a later, better explanation (the server runs on the CPU,
-        so there is no GPU to read) replaces a symptom of it (NVML found no driver). A known key keeps no
-        reason.
-        """
-        if key in self._facts:
-            return
-        if replace:
-            self._errors[key] = message
-        else:
+    def error(self, key: str, message: str) -> None:
+        """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt (the first reason
+        wins; a known key keeps none)."""
+        if key not in self._facts:
             self._errors.setdefault(key, message)
-
-    def not_applicable(self, key: str, reason: str) -> None:
-        """Say that ``key`` (a fact or a namespace such as ``gpu``) does not exist for this deployment, and why."""
-        self._not_applicable[key] = reason
 
     def forget(self, key: str, message: str) -> None:
         """Make ``key`` unknown again, saying why (a fact that turned out not to apply, e.g. a GPU memory
@@ -99,7 +83,6 @@ class Facts:
         for key, message in other._errors.items():
             if key not in self._facts:
                 self._errors.setdefault(key, message)
-        self._not_applicable.update(other._not_applicable)
 
     # -- reading ---------------------------------------------------------------------------
     def __contains__(self, key: object) -> bool:
@@ -132,28 +115,16 @@ class Facts:
                 return message
         return None
 
-    def inapplicable_reason(self, key: str) -> str | None:
-        """Why ``key`` does not apply here: the reason given for it or for its nearest dotted prefix."""
-        parts = key.split(".")
-        for end in range(len(parts), 0, -1):
-            reason = self._not_applicable.get(".".join(parts[:end]))
-            if reason is not None:
-                return reason
-        return None
-
     @property
     def errors(self) -> dict[str, str]:
         return dict(self._errors)
 
     # -- serialisation (snapshots, JSON output) -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        return {
             "facts": {k: self._facts[k].to_dict() for k in sorted(self._facts)},
             "errors": dict(sorted(self._errors.items())),
         }
-        if self._not_applicable:
-            out["not_applicable"] = dict(sorted(self._not_applicable.items()))
-        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
@@ -162,6 +133,4 @@ class Facts:
             facts.set(key, item.get("value"), str(item.get("source", "")), observed=bool(item.get("observed")))
         for key, message in (data.get("errors") or {}).items():
             facts.error(key, str(message))
-        for key, reason in (data.get("not_applicable") or {}).items():
-            facts.not_applicable(key, str(reason))
         return facts

@@ -135,10 +135,6 @@ class _Walk:
         # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
         if any(_under(k, self.unreachable) for k in missing):
             return
-        # A fact that does not apply to this deployment (gpu.* on a CPU server) can be given by no input:
-        # the branch is moot, not "could not check".
-        if any(self.facts.inapplicable_reason(k) for k in missing):
-            return
         for cause_id in _causes_below(node):
             key = (playbook.symptom, cause_id)
             if key not in self.unchecked:

@@ -24,6 +24,9 @@ if [ ! -f "$work/model/config.json" ]; then
 fi
 export PYTHONPATH="$here/sglang_shim" SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
   HF_HOME="$work/hf" TRITON_CACHE_DIR="$work/triton" XDG_CACHE_HOME="$work/xdg"
-exec "$V/bin/python" -m sglang.launch_server --model-path "$work/model" --device cpu --host 127.0.0.1 \
-  --port "$port" --enable-metrics --attention-backend torch_native --disable-overlap-schedule \
-  --max-total-tokens 32768 --max-running-requests 4 "$@"
+cmd=("$V/bin/python" -m sglang.launch_server --model-path "$work/model" --device cpu --host 127.0.0.1
+  --port "$port" --enable-metrics --attention-backend torch_native --disable-overlap-schedule
+  --max-total-tokens 32768 --max-running-requests 4 "$@")
+# The exact command, first line of the log, shell-quoted: what `llmdoctor lint` is given in the tests.
+{ printf 'sglang_serve.sh: exec'; printf ' %q' "${cmd[@]}"; echo; } >&2
+exec "${cmd[@]}"
