@@ -1,0 +1,140 @@
+"""The SGLang-on-CPU defects, on the recorded answers of a real SGLang 0.5.23 CPU server
+(../shared/fixtures/live/sglang-0.5.23-cpu, read in place and replayed over real HTTP on 127.0.0.1), so they are
+tested without the engine installed; tests/realengine/test_sglang_check.py checks the same against the live engine.
+
+- a CPU deployment is not a GPU failure: the GPU probe is "n/a", nothing asks for --gpu;
+- mem-fraction-low does not fire there, and launch.mem_fraction is not both unknown and 0.716;
+- sglang:num_retracted_requests_total, which 0.5.23 shows only after the first retraction, reads as 0 retractions
+  (and stays unknown when the version cannot say it has the counter).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SHARED_FIXTURES, run_cli, shared_config
+from support.httpserver import JSON, PROM, LocalServer, Response
+
+from doctor.derive import derive_absent_counters
+from doctor.facts import Facts
+from doctor.probes import metrics
+
+LIVE = SHARED_FIXTURES / "live" / "sglang-0.5.23-cpu"
+
+
+def _live(name: str) -> Path:
+    path = LIVE / name
+    if not path.is_file():
+        reason = f"real capture {path} not found (it lives beside the project checkout, not in it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
+def _routes() -> dict[str, Response]:
+    return {"/server_info": Response(file=_live("server_info.before.out"), content_type=JSON),
+            "/model_info": Response(file=_live("model_info.before.out"), content_type=JSON),
+            "/v1/models": Response(file=_live("v1_models.before.out"), content_type=JSON),
+            "/health": Response(body=b""),
+            "/metrics": Response(file=_live("metrics.after.out"), content_type=PROM)}
+
+
+@pytest.fixture(scope="module")
+def replayed() -> tuple[int, dict[str, Any], str]:
+    with LocalServer(_routes()) as srv:
+        result = run_cli("check", "--endpoint", srv.endpoint, "--format", "json")
+        text = run_cli("check", "--endpoint", srv.endpoint).stdout
+    return result.returncode, json.loads(result.stdout), text
+
+
+def test_a_cpu_server_gets_no_gpu_failure_and_no_gpu_hints(replayed: tuple[int, dict[str, Any], str]) -> None:
+    code, doc, text = replayed
+    assert doc["facts"]["launch.device"]["value"] == "cpu"
+    assert "server_info device" in doc["facts"]["launch.device"]["source"]
+    [gpu] = [p for p in doc["probes"] if p["name"] == "gpu"]
+    assert "runs on CPU" in gpu["not_applicable"]
+    assert "  gpu      n/a" in text and "failed" not in text
+    assert "pass --gpu" not in text
+    assert code == 0, doc["findings"]
+
+
+def test_mem_fraction_is_not_low_on_cpu_nor_both_known_and_unknown(replayed: tuple[int, dict[str, Any], str]) -> None:
+    _, doc, _ = replayed
+    assert "mem-fraction-low" not in {f["id"] for f in doc["findings"]}
+    assert "launch.mem_fraction" not in doc["facts"]
+    assert "runs on CPU" in doc["errors"]["launch.mem_fraction"]
+    assert not set(doc["facts"]) & set(doc["errors"]), "a key is both known and unknown"
+
+
+def test_the_absent_retraction_counter_reads_zero_on_0_5_23(replayed: tuple[int, dict[str, Any], str]) -> None:
+    _, doc, _ = replayed
+    facts = doc["facts"]
+    assert facts["metrics.preemptions_total"]["value"] == 0
+    assert "sglang:num_retracted_requests_total absent" in facts["metrics.preemptions_total"]["source"]
+    # the 0.5.23 gauge of the same name family is read for what it is: retracted by the last step, not a total
+    assert facts["metrics.retracted_recent"] == {"value": 0, "source": "/metrics sglang:num_retracted_reqs",
+                                                 "observed": True}
+
+
+@pytest.mark.parametrize(("version", "expected"), [("0.5.23", 0), ("0.5.8", 0), ("0.5.6", None), (None, None)])
+def test_absence_means_zero_only_for_versions_that_have_the_counter(version: str | None, expected: int | None) -> None:
+    facts = metrics.interpret(metrics.raw_from_text(_live("metrics.after.out").read_text(), "/metrics"))
+    if version is not None:
+        facts.set("server.version", version, "server_info version")
+    derive_absent_counters(facts)
+    assert facts.get("metrics.preemptions_total") == expected
+    if expected is None:
+        why = facts.unknown_reason("metrics.preemptions_total")
+        assert why is not None and "sglang:num_retracted_requests_total is not in /metrics" in why
+        assert (f"version is {version}" if version else "version is unknown") in why
+
+
+def test_a_counter_created_between_two_scrapes_counted_from_zero() -> None:
+    """Two real scrapes of the same server; the retraction counter is added to the second as SGLang writes it on its
+    first increment (metrics_collector.py:1519) — a scenario line, labelled as such, on real data."""
+    before = _live("metrics.after.out").read_text()
+    labels = 'engine_type="unified",model_name="/models/tiny-qwen2-tools",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
+    after = (_live("metrics.after2.out").read_text() + "# TYPE sglang:num_retracted_requests_total counter\n"
+             f"sglang:num_retracted_requests_total{{{labels}}} 3.0\n")
+    raw = {"scrapes": [{**metrics.raw_from_text(before, "/metrics")["scrapes"][0], "at_s": 0.0},
+                       {**metrics.raw_from_text(after, "/metrics")["scrapes"][0], "at_s": 2.0}]}
+    facts = metrics.interpret(raw)
+    assert facts.get("metrics.preemptions_total") == 3
+    assert facts.get("metrics.preemptions_per_s") == 1.5
+
+
+def test_a_later_source_answers_an_unknown_fact() -> None:
+    facts = Facts()
+    facts.error("launch.mem_fraction", "not given: the engine picks it at start-up")
+    facts.error("gpu", "NVML unavailable")
+    facts.set("launch.mem_fraction", 0.716, "server_info mem_fraction_static")
+    facts.error("launch.mem_fraction", "a later, stale reason")
+    assert facts.errors == {"gpu": "NVML unavailable"}
+    facts.set("gpu.name", "H200", "--gpu")
+    assert facts.unknown_reason("gpu.sm") == "NVML unavailable"  # a prefix's reason still explains its other keys
+    merged = Facts()
+    merged.set("launch.tp", 1, "argv")
+    other = Facts()
+    other.error("launch.tp", "unknown there")
+    merged.update(other)
+    assert "launch.tp" not in merged.errors
+
+
+# Scenario commands (written here, not captured): the same low fraction with and without a token cap on the pool.
+@pytest.mark.parametrize(("extra", "fires"), [([], True), (["--max-total-tokens", "20000"], False)])
+def test_mem_fraction_low_only_when_the_fraction_sizes_the_pool(extra: list[str], fires: bool) -> None:
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B",
+               "--mem-fraction-static", "0.6", "--enable-metrics", *extra]
+    result = run_cli("lint", "--format", "json", "--config", str(shared_config("Qwen__Qwen2.5-7B.json")),
+                     "--gpu", "H100", "--", *command)
+    doc = json.loads(result.stdout)
+    found = {f["id"]: f for f in doc["findings"]}
+    assert ("mem-fraction-low" in found) is fires
+    if fires:
+        evidence = {e["fact"] for e in found["mem-fraction-low"]["evidence"]}
+        assert {"launch.mem_fraction", "launch.kv_from_mem_fraction"} <= evidence
