@@ -216,6 +216,8 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
         if name in getattr(command.catalog, attr):
             out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
                                f"{command.catalog.version}")
+            out.set(key.replace("_since", "_registered"), True, f"engine catalogs: {name!r} is registered in "
+                    f"{command.engine} {command.catalog.version}")
             continue
         newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
         since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
@@ -246,6 +248,8 @@ def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
     read = sorted(table, key=version_key)
     entry = (table.get(read[-1]) or {}).get(parser) if read else None
     if entry is None:
+        out.set("launch.tool_parser_tokens_missing", [], f"{parser} is not among the parsers that need tokens "
+                                                         "(doctor/engines/parser_tokens.yaml)")
         return out
     from doctor.model.config import load_config
 

@@ -153,7 +153,7 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
         title=render(cause.title, facts),
         what=render(cause.what, facts),
         why=render(cause.why, facts),
-        fix=render_fix(cause, facts),
+        fix=render(node["fix"], facts) if "fix" in node else render_fix(cause, facts),
         ref=cause.ref,
         evidence=evidence,
     )
