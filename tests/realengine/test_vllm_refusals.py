@@ -29,7 +29,7 @@ REFUSALS = [
      "max-model-len-over-model-limit"),
     ("sglang-flag", ["--tp-size", "1"], {}, 2, "unrecognized arguments: --tp-size", "flag-from-other-engine"),
     ("unknown-reasoning-parser", ["--reasoning-parser", "think_v9"], {}, 1,
-     "KeyError: 'invalid reasoning parser: think_v9 (chose from {", "reasoning-parser-unregistered"),
+     "KeyError: \"Reasoning parser 'think_v9' not found. Available parsers: ", "reasoning-parser-unregistered"),
 ]
 
 
