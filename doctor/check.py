@@ -133,7 +133,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     unreachable: tuple[str, ...] = () if active_ran else ("active",)
     if gathered.facts.get("launch.device") == "cpu":  # nothing to ask about GPUs a CPU server does not use
-        unreachable += ("gpu",)
+        unreachable += ("gpu", "fit", "capacity")
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 

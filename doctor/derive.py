@@ -32,6 +32,8 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 def derive_all(facts: Facts) -> Facts:
     derive_device(facts)
+    derive_allow_long_max_len(facts)
+    derive_no_tool_parser_effect(facts)
     derive_model_label(facts)
     derive_absent_counters(facts)
     derive_kernel_support(facts)
@@ -69,6 +71,36 @@ def derive_device(facts: Facts) -> None:
     facts.forget("launch.mem_fraction", f"the server runs on CPU ({source}): no GPU memory fraction applies")
     if "gpu.name" not in facts:
         facts.forget("gpu", f"the server runs on CPU ({source}): there is no GPU to examine")
+
+
+def derive_allow_long_max_len(facts: Facts) -> None:
+    """launch.allow_long_max_model_len: vLLM only warns about --max-model-len above the model's length when
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN is "1" or "true" (vllm/envs.py:1123-1126 in 0.32.0, case and spaces ignored)."""
+    if facts.get("launch.engine") != "vllm":
+        return
+    found = facts.fact("launch.env.VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    if found is not None:
+        facts.set("launch.allow_long_max_model_len", str(found.value).strip().lower() in ("1", "true"),
+                  f"VLLM_ALLOW_LONG_MAX_MODEL_LEN={found.value} ({found.source})")
+    elif "process.env" in facts or facts.get("launch.model") is not None:
+        facts.set("launch.allow_long_max_model_len", False,
+                  "VLLM_ALLOW_LONG_MAX_MODEL_LEN not in the launch environment (vLLM's default: off)")
+
+
+#: What clients see when the server has no tool-call parser, per engine (doctor/playbooks tool-parser-missing).
+_NO_TOOL_PARSER = {
+    "vllm": ('a request with tools and tool_choice "auto" (the default when tools are sent, '
+             'vllm/entrypoints/openai/chat_completion/protocol.py:951-954) is refused with HTTP 400 '
+             '("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set", '
+             'vllm/renderers/online_renderer.py:265-270); with tool_choice "none" the markup comes back in `content`'),
+    "sglang": "clients get the markup in `content` and an empty `tool_calls`",
+}
+
+
+def derive_no_tool_parser_effect(facts: Facts) -> None:
+    engine = facts.get("launch.engine")
+    if engine in _NO_TOOL_PARSER:
+        facts.set("engine.no_tool_parser_effect", _NO_TOOL_PARSER[engine], f"{engine} behaviour without a parser")
 
 
 def derive_model_label(facts: Facts) -> None:

@@ -112,6 +112,13 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
+    from doctor.engines.maxlen import derived_max_len
+
+    limit = derived_max_len(loaded.raw)
+    if limit is None:
+        facts.error("model.max_len_derived", "config.json has none of the length keys vLLM reads")
+    else:
+        facts.set("model.max_len_derived", limit[0], f"{limit[1]} (vLLM's derived max_model_len)")
     if generation is not None:
         facts.update(generation_facts(generation, f"{spec} generation_config.json (recorded)"))
     elif loaded.path is not None:
@@ -209,13 +216,97 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
         if name in getattr(command.catalog, attr):
             out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
                                f"{command.catalog.version}")
+            out.set(key.replace("_since", "_registered"), True, f"engine catalogs: {name!r} is registered in "
+                    f"{command.engine} {command.catalog.version}")
             continue
         newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
         since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
                                                                                    attr)), None)
         out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
                 if since else f"engine catalogs: no {command.engine} release registers {name!r}")
+        if since is None:
+            known = any(name in getattr(load_catalog(command.engine, v), attr) for v in available(command.engine))
+            read = ", ".join(sorted(available(command.engine), key=version_key))
+            out.set(key.replace("_since", "_registered"), known,
+                    f"engine catalogs: {name!r} is {'' if known else 'not '}a registered {command.engine} "
+                    f"{attr.replace('_', ' ')[:-1]} in any catalog read ({read})")
     return out
+
+
+def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
+    """launch.tool_parser_tokens_missing: tokens the tool parser's constructor needs (doctor/engines/
+    parser_tokens.yaml, read from the engine's wheel) that the served tokenizer lacks — vLLM then refuses to
+    start. Read only for the parsers listed, from the model directory's tokenizer files; unknown otherwise."""
+    out = Facts()
+    parser, engine = facts.get("launch.tool_call_parser"), facts.get("launch.engine")
+    if not parser or not config_spec or engine != "vllm":
+        return out
+    from doctor.engines.catalog import version_key
+    from doctor.yamlsafe import load_packaged
+
+    table = load_packaged(Path(__file__).with_name("engines") / "parser_tokens.yaml").get(engine) or {}
+    read = sorted(table, key=version_key)
+    entry = (table.get(read[-1]) or {}).get(parser) if read else None
+    if entry is None:
+        out.set("launch.tool_parser_tokens_missing", [], f"{parser} is not among the parsers that need tokens "
+                                                         "(doctor/engines/parser_tokens.yaml)")
+        return out
+    from doctor.model.config import load_config
+
+    try:
+        loaded = load_config(config_spec)
+    except InputError:
+        return out
+    if loaded.path is None or loaded.path.name != "config.json":
+        return out
+    vocab = _tokenizer_vocab(loaded.path.parent)
+    if vocab is None:
+        out.error("launch.tool_parser_tokens_missing", f"no readable tokenizer.json or tokenizer_config.json in "
+                                                        f"{loaded.path.parent}")
+        return out
+    missing = [t for t in entry["tokens"] if t not in vocab]
+    out.set("launch.tool_parser_tokens_missing", missing,
+            f"{loaded.path.parent.name}/tokenizer files vs tokens {parser} needs ({engine} {read[-1]} "
+            f"{entry['source']})")
+    return out
+
+
+#: tokenizer.json of a large vocabulary is a few MB; past this it is not one.
+_TOKENIZER_BYTES = 64 * 1024 * 1024
+
+
+def _tokenizer_vocab(directory: Path) -> set[str] | None:
+    """Every token string of the tokenizer in ``directory`` (vocabulary and added tokens), or None."""
+    import json
+
+    from doctor.inio import read_text_capped
+
+    tokens: set[str] = set()
+    found = False
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "added_tokens.json"):
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(read_text_capped(path, limit=_TOKENIZER_BYTES, label=str(path)))
+        except (InputError, ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        found = True
+        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        for source in (model.get("vocab"), data if name in ("vocab.json", "added_tokens.json") else None):
+            if isinstance(source, dict):
+                tokens.update(k for k in source if isinstance(k, str))
+            elif isinstance(source, list):  # unigram vocabularies: [[piece, score], ...]
+                tokens.update(p[0] for p in source if isinstance(p, list) and p and isinstance(p[0], str))
+        for item in data.get("added_tokens") or []:
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                tokens.add(item["content"])
+        for item in (data.get("added_tokens_decoder") or {}).values():
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                tokens.add(item["content"])
+    return tokens if found else None
 
 
 def spelling_facts(command: LaunchCommand) -> Facts:
@@ -338,6 +429,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             _same_checkpoint(facts, config_spec, from_launch=not inputs.config or inputs.config_served)
+            if inputs.config_json is None:
+                facts.update(parser_token_facts(facts, config_spec), overwrite=False)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error
                 raise

@@ -153,7 +153,7 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
         title=render(cause.title, facts),
         what=render(cause.what, facts),
         why=render(cause.why, facts),
-        fix=render_fix(cause, facts),
+        fix=render(node["fix"], facts) if "fix" in node else render_fix(cause, facts),
         ref=cause.ref,
         evidence=evidence,
     )
@@ -174,12 +174,40 @@ def render_fix(cause: Cause, facts: Facts) -> str:
     return render(text, facts)
 
 
+#: Inputs that, once given, make their namespace's hint moot: the fact is missing because the input does not
+#: say, not because it was not given (a config.json without the field, an --active run whose probe could not
+#: tell). Keyed by namespace; the value names the facts that prove the input was given.
+_GIVEN_BY = {
+    "model": ("model.name", "model.architectures"),
+    "expect": ("model.name", "model.architectures"),
+    "gpu": ("gpu.name",),
+    "metrics": ("metrics.available",),
+    "server": ("server.engine",),
+    "process": ("process.pid",),
+    "launch": ("launch.engine",),
+}
+_NOT_SAID = "the inputs given do not say (see the reason)"
+
+
+def _given(namespace: str, facts: Facts) -> bool:
+    if namespace == "active":  # --active ran: a probe that could not tell left its reason, not a missing flag
+        return bool(facts.under("active")) or any(k == "active" or k.startswith("active.") for k in facts.errors)
+    return any(facts.get(k) not in (None, False) for k in _GIVEN_BY.get(namespace, ()))
+
+
+def _hint(key: str, facts: Facts) -> str | None:
+    namespace = key.split(".")[0]
+    if _given(namespace, facts):
+        return None
+    return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
+
+
 def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node: dict[str, Any]) -> Unchecked:
     missing_keys = tuple(dict.fromkeys(missing))
     reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
     reason = reasons[0] if reasons else "not gathered"
-    hint = node.get("hint") or "; ".join(dict.fromkeys(
-        HINTS.get(k, HINTS.get(k.split(".")[0], "provide the missing input")) for k in missing_keys))
+    hints = [h for h in (_hint(k, facts) for k in missing_keys) if h]
+    hint = node.get("hint") or "; ".join(dict.fromkeys(hints)) or _NOT_SAID
     return Unchecked(symptom, cause, missing_keys, reason, hint)
 
 

@@ -39,6 +39,8 @@ class Cause:
     ref: str
     evidence: tuple[str, ...] = ()
     source: str = ""
+    #: what the engine does (launch-failure causes): effect and, per engine, the file:line in its wheel
+    behaviour: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
                 id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
                 why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
                 evidence=tuple(body.get("evidence", ())),
-                source=where,
+                source=where, behaviour=dict(body.get("behaviour") or {}),
             )
     elif kind == "traps":
         for item in data["traps"]:

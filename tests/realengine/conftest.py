@@ -260,16 +260,36 @@ class EngineHarness:
             self.current = None
 
 
+#: Wall time of the real-engine tests (setup, call and teardown of every test marked realengine), per engine
+#: module, for the terminal summary that .ci/run's log shows.
+_WALL: dict[str, float] = {}
+_STARTS: list[EngineHarness] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realengine: starts a real inference engine (tests/realengine/conftest.py)")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "realengine" in report.keywords:
+        module = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+        _WALL[module] = _WALL.get(module, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _WALL:
+        return
+    starts = sum(h.wall for h in _STARTS)
+    detail = ", ".join(f"{m} {s:.0f} s" for m, s in sorted(_WALL.items()))
+    terminalreporter.write_line(f"real-engine tests: {sum(_WALL.values()):.0f} s wall ({starts:.0f} s of it starting "
+                                f"engines): {detail}")
 
 
 @pytest.fixture(scope="session")
 def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineHarness]:
     harness = EngineHarness(tmp_path_factory.mktemp("realengine-logs"))
-    start = time.monotonic()
+    _STARTS.append(harness)
     try:
         yield harness
     finally:
         harness.close()
-        print(f"\nreal engines: {harness.wall:.0f} s in server starts, {time.monotonic() - start:.0f} s in all")
