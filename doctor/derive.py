@@ -33,6 +33,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 def derive_all(facts: Facts) -> Facts:
     derive_device(facts)
     derive_allow_long_max_len(facts)
+    derive_sglang_allow_long_context(facts)
     derive_no_tool_parser_effect(facts)
     derive_model_label(facts)
     derive_absent_counters(facts)
@@ -266,3 +267,23 @@ def derive_absent_counters(facts: Facts) -> None:
         if info.get("window_s"):
             facts.set(f"metrics.{canonical}_per_s", 0.0, f"{source}; absent from both scrapes "
                       f"{info['window_s']:g}s apart", observed=True)
+
+
+#: SGLang's EnvBool (sglang/srt/environ.py:143-150): these spell true; "false", "0", "no", "n" false; else it raises
+_SGLANG_TRUE = ("true", "1", "yes", "y")
+
+
+def derive_sglang_allow_long_context(facts: Facts) -> None:
+    """launch.sglang_allow_long_context: SGLang only warns about --context-length above the model's length when
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is true, or in its own CI (SGLANG_IS_IN_CI; sglang 0.5.23
+    sglang/srt/configs/model_config.py:1302-1307)."""
+    if facts.get("launch.engine") != "sglang":
+        return
+    for name in ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "SGLANG_IS_IN_CI"):
+        found = facts.fact(f"launch.env.{name}")
+        if found is not None and str(found.value).strip().lower() in _SGLANG_TRUE:
+            facts.set("launch.sglang_allow_long_context", True, f"{name}={found.value} ({found.source})")
+            return
+    if "process.env" in facts or facts.get("launch.model") is not None:
+        facts.set("launch.sglang_allow_long_context", False,
+                  "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN not true in the launch environment (SGLang's default: off)")

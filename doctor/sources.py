@@ -119,6 +119,11 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts.error("model.max_len_derived", "config.json has none of the length keys vLLM reads")
     else:
         facts.set("model.max_len_derived", limit[0], f"{limit[1]} (vLLM's derived max_model_len)")
+    if engine == "sglang":
+        from doctor.engines.sglang_maxlen import sglang_context_len
+
+        length, how = sglang_context_len(loaded.raw)
+        facts.set("model.sglang_context_len", length, f"{how} (SGLang's derived context_length)")
     if generation is not None:
         facts.update(generation_facts(generation, f"{spec} generation_config.json (recorded)"))
     elif loaded.path is not None:

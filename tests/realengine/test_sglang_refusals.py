@@ -4,51 +4,48 @@ then hand `llmdoctor lint` the exact command the engine ran and assert that it n
 SGLang parses its command line with argparse (sglang/srt/server_args.py:679-696 prepare_server_args, parse_args):
 a flag it does not have (here vLLM's --max-model-len) and a parser name outside the registered choices
 (server_args.py:367-385, choices=["auto"] + the registry) end it with exit status 2 before any model loads.
-Each refusal costs ~20 s on 2 cores (SGLang's imports).
+A context length above the model's is refused later, while the model config is read
+(sglang/srt/configs/model_config.py:1291-1316): a ValueError, exit 1. Each refusal costs 20-40 s on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
+import subprocess
 
 import pytest
+from conftest import SHARED_FIXTURES
 
-from realengine.conftest import EngineHarness
+from doctor.engines.sglang_maxlen import sglang_context_len
+from realengine.conftest import EngineHarness, unavailable
 from realengine.sglang_server import SGLANG, VERSION, exec_command
 from realengine.vllm_engine import findings, llmdoctor
 
 pytestmark = pytest.mark.realengine
 
-# (flags added to the working CPU command, what SGLang prints, the cause lint must name)
+# (flags added to the working CPU command, exit status, what SGLang prints, the cause lint must name)
 REFUSALS = {
-    "vllm-flag": (["--max-model-len", "512"], "error: unrecognized arguments: --max-model-len 512",
+    "vllm-flag": (["--max-model-len", "512"], 2, "sglang serve: error: unrecognized arguments: --max-model-len 512",
                   "flag-from-other-engine"),
-    "unknown-tool-parser": (["--tool-call-parser", "qwen_tools_v9"],
-                            "error: argument --tool-call-parser: invalid choice: 'qwen_tools_v9'",
+    "unknown-tool-parser": (["--tool-call-parser", "qwen_tools_v9"], 2,
+                            "sglang serve: error: argument --tool-call-parser: invalid choice: 'qwen_tools_v9'",
                             "invalid-flag-value"),
-    "unknown-reasoning-parser": (["--reasoning-parser", "nope_v9"],
-                                 "error: argument --reasoning-parser: invalid choice: 'nope_v9'",
+    "unknown-reasoning-parser": (["--reasoning-parser", "nope_v9"], 2,
+                                 "sglang serve: error: argument --reasoning-parser: invalid choice: 'nope_v9'",
                                  "invalid-flag-value"),
+    # past argparse: ModelConfig refuses a context above the tiny model's 8192 (max_position_embeddings)
+    "context-over-model": (["--context-length", "16384"], 1,
+                           "ValueError: Warning: User-specified context_length (16384) is greater than the derived "
+                           "context_length (8192).", "context-length-over-model-limit"),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _wall_time(request: pytest.FixtureRequest) -> Iterator[None]:
-    start = time.monotonic()
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"real SGLang {VERSION} ({request.module.__name__}): {time.monotonic() - start:.0f} s")
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_sglang_refuses_and_lint_names_the_cause(engines: EngineHarness, case: str) -> None:
-    flags, message, cause = REFUSALS[case]
+    flags, status, message, cause = REFUSALS[case]
     refusal = engines.refusal(SGLANG, flags, timeout=120)
-    assert refusal.returncode == 2, refusal.log[-3000:]
-    assert "sglang serve: " + message in refusal.log, refusal.log[-3000:]
+    assert refusal.returncode == status, refusal.log[-3000:]
+    assert message in refusal.log, refusal.log[-3000:]
     assert "Uvicorn running" not in refusal.log and "fired up" not in refusal.log
 
     argv = exec_command(refusal.log)
@@ -61,3 +58,37 @@ def test_sglang_refuses_and_lint_names_the_cause(engines: EngineHarness, case: s
     assert found[cause]["symptom"] == "launch-failure"
     # what lint quotes is what the engine refused
     assert flags[0] in json.dumps(found[cause]["evidence"])
+
+
+CONTEXT_LEN_PROBE = """
+import glob, json, logging, os, sys, warnings
+warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
+from transformers import PretrainedConfig
+from sglang.srt.utils.hf_transformers.common import get_context_length
+out = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    raw = json.load(open(path))
+    if not isinstance(raw, dict):
+        continue
+    config = PretrainedConfig.from_dict(raw)
+    text = getattr(config, "text_config", None)
+    text = PretrainedConfig.from_dict(text) if isinstance(text, dict) else text
+    out[os.path.basename(path)] = get_context_length(text or config)
+print(json.dumps(out))
+"""
+
+
+def test_the_context_length_rule_is_sglangs_own() -> None:
+    """doctor/engines/sglang_maxlen.py against SGLang's get_context_length itself, on every real config.json in
+    ../shared/fixtures/configs (the text config of a multimodal model, as SGLang's hf_text_config)."""
+    configs = SHARED_FIXTURES / "configs"
+    if not configs.is_dir():
+        unavailable(f"real configs not found at {configs}")
+    python = SGLANG.require() / "bin" / "python"
+    done = subprocess.run([str(python), "-c", CONTEXT_LEN_PROBE, str(configs)], capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    engine = json.loads(done.stdout)
+    assert len(engine) >= 20
+    ours = {name: sglang_context_len(json.loads((configs / name).read_text()))[0] for name in engine}
+    assert ours == engine
