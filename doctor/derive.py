@@ -236,12 +236,13 @@ def derive_kv_from_mem_fraction(facts: Facts) -> None:
 
 
 def derive_absent_counters(facts: Facts) -> None:
-    """Counters a server shows only once non-zero (metric_names.yaml ``absent_means_zero``): zero, when its version
-    is one that has them.
+    """Counters a server shows only once they count (metric_names.yaml ``absent_means_zero``): what their absence
+    implies (0 retractions, a 0 prefix-hit rate), when the server's version is one whose absence means zero.
 
-    SGLang (>= 0.5.8) shows ``sglang:num_retracted_requests_total`` only after its first retraction, so a healthy
-    server has none: "0 retractions since start" if the server's version has the counter; if the version is
-    unknown or older, absence cannot be told from "not exported", and the fact stays unknown saying so.
+    SGLang 0.5.23 shows ``sglang:num_retracted_requests_total`` only after its first retraction and
+    ``sglang:cached_tokens_total`` only after its first prefix-cache hit, so a healthy server has neither. If the
+    version is unknown or older than the one that behaviour was read from, absence cannot be told from "not
+    exported", and the implied facts stay unknown, saying so.
     """
     absent = facts.get("metrics.absent_counters")
     if not isinstance(absent, dict):
@@ -250,23 +251,20 @@ def derive_absent_counters(facts: Facts) -> None:
     from doctor.versions import version_at_least
 
     version = facts.fact("launch.version") or facts.fact("server.version")
-    for canonical, info in absent.items():
+    for info in absent.values():
         family, since = info.get("family"), str(info.get("since"))
         try:
             has_it = version is not None and version_at_least(version.value, since)
         except InputError:  # a version we cannot order ("nightly"): absence proves nothing
             has_it = False
-        if not has_it:
-            known = f"this server's version is {version.value}" if version is not None else "its version is unknown"
-            facts.forget(f"metrics.{canonical}_total", f"{family} is not in /metrics: versions >= {since} show it "
-                         f"only once it counts, older ones not at all, and {known}")
-            continue
-        source = (f"derived: {family} absent from /metrics, which {version.value} (>= {since}) shows only once "
-                  "it counts (doctor/probes/metric_names.yaml)")
-        facts.set(f"metrics.{canonical}_total", 0, source, observed=True)
-        if info.get("window_s"):
-            facts.set(f"metrics.{canonical}_per_s", 0.0, f"{source}; absent from both scrapes "
-                      f"{info['window_s']:g}s apart", observed=True)
+        for key, value in (info.get("implies") or {}).items():
+            if has_it:
+                facts.set(key, value, f"derived: {family} absent from /metrics, which {version.value} (>= {since}) "
+                          "shows only once it counts (doctor/probes/metric_names.yaml)", observed=True)
+            else:
+                known = f"this server's version is {version.value}" if version is not None else "its version is unknown"
+                facts.forget(key, f"{family} is not in /metrics: from {since} on that means none yet (it appears "
+                             f"only once it counts), and {known}")
 
 
 #: SGLang's EnvBool (sglang/srt/environ.py:143-150): these spell true; "false", "0", "no", "n" false; else it raises

@@ -138,3 +138,20 @@ def test_mem_fraction_low_only_when_the_fraction_sizes_the_pool(extra: list[str]
     if fires:
         evidence = {e["fact"] for e in found["mem-fraction-low"]["evidence"]}
         assert {"launch.mem_fraction", "launch.kv_from_mem_fraction"} <= evidence
+
+
+def test_no_prefix_cache_hit_yet_is_a_zero_hit_rate() -> None:
+    """The real 0.5.23 scrape without its sglang:cached_tokens_total lines (a scenario: a server whose prompts never
+    hit the radix cache, which SGLang shows by not having the family at all, metrics_collector.py:2114)."""
+    text = "\n".join(line for line in _live("metrics.after.out").read_text().splitlines()
+                     if "sglang:cached_tokens_total" not in line) + "\n"
+    facts = metrics.interpret(metrics.raw_from_text(text, "/metrics"))
+    assert "metrics.prefix_hit_rate" not in facts
+    facts.set("server.version", "0.5.23", "server_info version")
+    derive_absent_counters(facts)
+    assert facts.get("metrics.prefix_hit_rate") == 0.0
+    older = metrics.interpret(metrics.raw_from_text(text, "/metrics"))
+    older.set("server.version", "0.5.20", "server_info version")
+    derive_absent_counters(older)
+    assert "metrics.prefix_hit_rate" not in older
+    assert "from 0.5.23 on that means none yet" in older.unknown_reason("metrics.prefix_hit_rate")

@@ -368,7 +368,7 @@ def _counters(facts: Facts, scrape: _Scrape, engine: str) -> None:
                   observed=True)
     else:
         _missing(facts, "metrics.preemptions_total", "preemptions", engine, scrape)
-        _absent_counter(facts, "preemptions", engine, None)
+        _absent_counter(facts, "preemptions", engine, {"metrics.preemptions_total": 0})
     found = scrape.find("retracted_recent", engine)
     if found:
         facts.set("metrics.retracted_recent", int(_total(found[1])), _source(found[0]), observed=True)
@@ -379,24 +379,27 @@ def _counters(facts: Facts, scrape: _Scrape, engine: str) -> None:
         absent = next((c for c in _HIT_COUNTERS[engine] if scrape.find(c, engine) is None), None)
         if absent is not None:
             _missing(facts, "metrics.prefix_hit_rate", absent, engine, scrape)
+            prompts = _counter(scrape, _HIT_COUNTERS[engine][1], engine)
+            if absent == _HIT_COUNTERS[engine][0] and prompts:  # prompts counted, hits absent: none yet?
+                _absent_counter(facts, absent, engine, {"metrics.prefix_hit_rate": 0.0})
         else:
             facts.error("metrics.prefix_hit_rate", "no prompt tokens counted yet")
 
 
-def _absent_counter(facts: Facts, canonical: str, engine: str, window_s: float | None) -> None:
-    """Record a counter the engine shows only once it is non-zero (``absent_means_zero`` in metric_names.yaml).
+def _absent_counter(facts: Facts, canonical: str, engine: str, implied: dict[str, float]) -> None:
+    """Record a counter the engine shows only once it counts (``absent_means_zero`` in metric_names.yaml), with the
+    facts its absence would give if it means zero (``implied``: 0 retractions, a 0 hit rate, a 0 rate).
 
-    Whether its absence means zero depends on the engine version, which the scrape does not carry:
-    doctor/derive.py decides once the server has said its version. ``window_s``: the sampling window over
-    which it was absent from both scrapes (its rate is then zero too).
+    Whether it means zero depends on the engine version, which the scrape does not carry: doctor/derive.py decides
+    once the server has said its version.
     """
     spec, _ = _table()
     since = (spec[canonical].get("absent_means_zero") or {}).get(engine)
     if since is None:
         return
     absent = dict(facts.get("metrics.absent_counters") or {})
-    absent[canonical] = {"family": spec[canonical][engine][0] + "_total", "since": since,
-                         "window_s": window_s if window_s is not None else absent.get(canonical, {}).get("window_s")}
+    entry = absent.get(canonical) or {"family": spec[canonical][engine][0] + "_total", "since": since, "implies": {}}
+    absent[canonical] = {**entry, "implies": {**entry["implies"], **implied}}
     facts.set("metrics.absent_counters", absent, "/metrics (families a server shows only once they count)",
               observed=True)
 
@@ -570,8 +573,8 @@ def _rates(facts: Facts, before: _Scrape, now: _Scrape, engine: str) -> None:
             old = (new[0], [])
         if not old or not new:
             _missing(facts, f"metrics.{key}", canonical, engine, now)
-            if not old and not new:
-                _absent_counter(facts, canonical, engine, round(dt, 3))
+            if not old and not new:  # absent from both scrapes: no increase in between, if absence means zero
+                _absent_counter(facts, canonical, engine, {f"metrics.{key}": 0.0})
             continue
         delta = _total(new[1]) - _total(old[1])
         if delta < 0:
