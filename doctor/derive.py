@@ -45,6 +45,7 @@ def derive_all(facts: Facts) -> Facts:
     derive_ep_load(facts)
     derive_capacity(facts)
     derive_kv_from_mem_fraction(facts)
+    derive_mem_fraction_picked(facts)
     return facts
 
 
@@ -285,3 +286,18 @@ def derive_sglang_allow_long_context(facts: Facts) -> None:
     if "process.env" in facts or facts.get("launch.model") is not None:
         facts.set("launch.sglang_allow_long_context", False,
                   "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN not true in the launch environment (SGLang's default: off)")
+
+
+def derive_mem_fraction_picked(facts: Facts) -> None:
+    """launch.mem_fraction_picked_by_engine: SGLang sizes --mem-fraction-static itself when it is not given (the GPU
+    memory less what activations and CUDA graphs need: sglang 0.5.23 sglang/srt/arg_groups/memory_hook.py:281-342),
+    and /server_info reports that resolved value. A fraction the engine picked for this GPU is not "low" (the
+    playbook's note; ``lint`` of the same command leaves it unknown for the same reason)."""
+    fraction = facts.fact("launch.mem_fraction")
+    if fraction is None:
+        return
+    picked = (facts.get("launch.engine") == "sglang" and fraction.source.startswith("server_info")
+              and bool(facts.under("launch.flags")) and "launch.flags.mem_fraction_static" not in facts)
+    why = ("the launch command gives no --mem-fraction-static: SGLang resolved it at start-up"
+           if picked else f"given or a fixed default ({fraction.source})")
+    facts.set("launch.mem_fraction_picked_by_engine", picked, f"derived: {why}")

@@ -155,3 +155,24 @@ def test_no_prefix_cache_hit_yet_is_a_zero_hit_rate() -> None:
     derive_absent_counters(older)
     assert "metrics.prefix_hit_rate" not in older
     assert "from 0.5.23 on that means none yet" in older.unknown_reason("metrics.prefix_hit_rate")
+
+
+@pytest.mark.parametrize(("given", "fires"), [(False, False), (True, True)])
+def test_a_fraction_sglang_picked_itself_is_not_low(given: bool, fires: bool) -> None:
+    """Scenario facts shaped as a GPU server's check: /server_info reports the fraction SGLang resolved; only one the
+    command gave can be "low" (memory-filling-fast's note, and what lint says of the same command)."""
+    from doctor.derive import derive_all
+    from doctor.playbook.engine import diagnose
+    from doctor.playbook.loader import load_playbooks
+
+    facts = Facts()
+    facts.set("launch.engine", "sglang", "server_info version")
+    facts.set("launch.flags.model_path", "Qwen/Qwen2.5-7B", "server_info launch_command")
+    facts.set("model.attention", "gqa", "config.json")
+    facts.set("launch.max_total_tokens", None, "server_info max_total_tokens")
+    facts.set("launch.mem_fraction", 0.716, "server_info mem_fraction_static")
+    if given:
+        facts.set("launch.flags.mem_fraction_static", 0.716, "server_info launch_command")
+    diagnosis = diagnose(load_playbooks(), derive_all(facts), ["memory-filling-fast"])
+    assert ("mem-fraction-low" in {f.id for f in diagnosis.findings}) is fires
+    assert facts.get("launch.mem_fraction_picked_by_engine") is not given
