@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 from conftest import SHARED_FIXTURES
@@ -33,10 +34,6 @@ REFUSALS = {
     "unknown-reasoning-parser": (["--reasoning-parser", "nope_v9"], 2,
                                  "sglang serve: error: argument --reasoning-parser: invalid choice: 'nope_v9'",
                                  "invalid-flag-value"),
-    # past argparse: ModelConfig refuses a context above the tiny model's 8192 (max_position_embeddings)
-    "context-over-model": (["--context-length", "16384"], 1,
-                           "ValueError: Warning: User-specified context_length (16384) is greater than the derived "
-                           "context_length (8192).", "context-length-over-model-limit"),
 }
 
 
@@ -46,9 +43,29 @@ def test_sglang_refuses_and_lint_names_the_cause(engines: EngineHarness, case: s
     refusal = engines.refusal(SGLANG, flags, timeout=120)
     assert refusal.returncode == status, refusal.log[-3000:]
     assert message in refusal.log, refusal.log[-3000:]
-    assert "Uvicorn running" not in refusal.log and "fired up" not in refusal.log
+    _lint_names(refusal.log, flags, cause)
 
-    argv = exec_command(refusal.log)
+
+def test_context_above_the_model_is_starting_then_refused(engines: EngineHarness) -> None:
+    """Past argparse, while the model config is read: ~30 s of "starting" (check says so), then a ValueError."""
+    flags = ["--context-length", "16384"]  # the tiny model's max_position_embeddings is 8192
+    server = engines.launch(SGLANG, flags)
+    deadline = time.monotonic() + 30
+    while "sglang_serve.sh: exec" not in server.log and time.monotonic() < deadline:  # the engine's argv is set
+        time.sleep(0.2)
+    early = llmdoctor("check", "--endpoint", server.endpoint)
+    status = server.wait_exit(120)
+    assert early.returncode == 3, early.stdout + early.stderr
+    assert f"the server is starting: process {server.pid}" in early.stderr, early.stderr
+    assert status == 1, server.tail()
+    assert ("ValueError: Warning: User-specified context_length (16384) is greater than the derived context_length "
+            "(8192).") in server.log, server.tail()
+    _lint_names(server.log, flags, "context-length-over-model-limit")
+
+
+def _lint_names(log: str, flags: list[str], cause: str) -> None:
+    assert "Uvicorn running" not in log and "fired up" not in log
+    argv = exec_command(log)
     assert argv[1:3] == ["-m", "sglang.launch_server"] and argv[-len(flags):] == flags
     result = llmdoctor("lint", "--format", "json", "--engine-version", VERSION, "--", *argv)
     assert result.returncode == 1, result.stderr
