@@ -113,7 +113,7 @@ def unreachable_reason(results: list[ProbeResult]) -> str | None:
 
 
 def run_check(opts: CheckOptions) -> CheckRun:
-    from doctor.derive import derive_all
+    from doctor.derive import absent_on_this_device, derive_all
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
     from doctor.sources import gather
@@ -131,9 +131,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
-    unreachable: tuple[str, ...] = () if active_ran else ("active",)
-    if gathered.facts.get("launch.device") == "cpu":  # nothing to ask about GPUs a CPU server does not use
-        unreachable += ("gpu", "fit", "capacity")
+    unreachable = (() if active_ran else ("active",)) + absent_on_this_device(gathered.facts)
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 

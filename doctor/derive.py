@@ -75,6 +75,16 @@ def derive_device(facts: Facts) -> None:
         facts.forget("gpu", f"the server runs on CPU ({source}): there is no GPU to examine")
 
 
+#: What a server on the CPU has none of: the GPU, and what is sized from GPU memory (fit per GPU, capacity).
+CPU_ABSENT = ("gpu", "fit", "capacity")
+
+
+def absent_on_this_device(facts: Facts) -> tuple[str, ...]:
+    """Fact namespaces no input can give for this deployment (for ``diagnose(unreachable=...)``): on the CPU,
+    ``CPU_ABSENT`` — nothing is asked about GPUs a CPU server does not use (``check`` and ``lint`` alike)."""
+    return CPU_ABSENT if facts.get("launch.device") == "cpu" and "gpu.name" not in facts else ()
+
+
 def derive_allow_long_max_len(facts: Facts) -> None:
     """launch.allow_long_max_model_len: vLLM only warns about --max-model-len above the model's length when
     VLLM_ALLOW_LONG_MAX_MODEL_LEN is "1" or "true" (vllm/envs.py:1123-1126 in 0.32.0, case and spaces ignored)."""

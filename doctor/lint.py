@@ -64,14 +64,15 @@ class LintResult:
 
 
 def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = ()) -> LintResult:
-    from doctor.derive import derive_all
+    from doctor.derive import absent_on_this_device, derive_all
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
     from doctor.sources import gather
 
     gathered = gather(inputs)
     derive_all(gathered.facts)
-    diagnosis = diagnose(load_playbooks(playbook_dirs), gathered.facts, symptoms, unreachable=UNREACHABLE)
+    diagnosis = diagnose(load_playbooks(playbook_dirs), gathered.facts, symptoms,
+                         unreachable=UNREACHABLE + absent_on_this_device(gathered.facts))
     return LintResult(gathered, diagnosis, explain_flags(gathered))
 
 

@@ -176,3 +176,11 @@ def test_a_fraction_sglang_picked_itself_is_not_low(given: bool, fires: bool) ->
     diagnosis = diagnose(load_playbooks(), derive_all(facts), ["memory-filling-fast"])
     assert ("mem-fraction-low" in {f.id for f in diagnosis.findings}) is fires
     assert facts.get("launch.mem_fraction_picked_by_engine") is not given
+
+
+def test_lint_of_a_cpu_command_asks_nothing_about_gpus() -> None:
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B", "--device", "cpu",
+               "--max-total-tokens", "32768", "--enable-metrics"]
+    doc = json.loads(run_cli("lint", "--format", "json", "--", *command).stdout)
+    assert not [u for u in doc["unchecked"] if "--gpu" in u["hint"]], doc["unchecked"]
+    assert not [u for u in doc["unchecked"] if any(m.split(".")[0] in ("gpu", "fit") for m in u["missing"])]
