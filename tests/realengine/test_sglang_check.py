@@ -1,6 +1,7 @@
 """`llmdoctor check` against a REAL SGLang 0.5.23 server on the CPU (tools/realengine/sglang_serve.sh), started once
 for this module with ``--tool-call-parser qwen25``: identity from /server_info and /model_info, the 0.5.23 metric
-names, kinds and labels, the process, the tool probe, and what a CPU deployment must not be told.
+names, kinds and labels, the process, what a CPU deployment must not be told, the active probes (tool, determinism,
+latency) and a snapshot replayed with the model directory moved away.
 
 The server is real (its HTTP API, scheduler, tokenizer manager, metrics and parsers); only sgl-kernel's CPU build is
 a stub (tools/realengine/sglang_shim, never called on this path). Without the installed engine these tests skip,
