@@ -360,6 +360,8 @@ class ToolProbe(_Probe):
         extra = {"chat_template_kwargs": {switch: False}} if switch else {}
         always_thinks = self.ctx.reasoning_model and not extra
         max_tokens = cfg["max_tokens_thinking"] if always_thinks else cfg["max_tokens"]
+        if self.ctx.max_model_len:  # prompt and answer together inside the served context (active.yaml)
+            max_tokens = max(1, min(max_tokens, int(self.ctx.max_model_len * cfg["context_share"])))
         body = self.body(cfg["messages"], max_tokens, tools=[cfg["tool"]], tool_choice=cfg["tool_choice"], **extra)
         return {"model": self.ctx.model, "tool": cfg["tool"]["function"]["name"], "budget": _budget([body]),
                 "requests": [_send(target, opts, body, "tool")]}
