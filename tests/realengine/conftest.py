@@ -12,7 +12,10 @@ Policy (one place, for every engine):
   not come up FAILS the test loudly, with the log's tail.
 * otherwise (a developer without the venv): the tests skip, with a reason that names the install command.
 
-Using it from a test module (any engine)::
+``tests/realengine`` is a package (so this module is ``realengine.conftest`` and never shadows the top-level
+``conftest`` the other tests import); a test module imports from it as ``realengine.<module>``.
+
+Using it from a test module (any engine; tests/realengine/vllm_engine.py is the vLLM one)::
 
     from realengine.conftest import Engine
 
