@@ -88,3 +88,12 @@ def test_a_snapshot_without_the_served_config_does_not_read_the_path(tmp_path):
     doc = json.loads(run_cli("check", "--snapshot", str(path), "--format", "json").stdout)
     assert "model.name" not in doc["facts"]
     assert "does not carry the served model's config.json" in doc["errors"]["model"]
+
+
+def test_hints_never_ask_for_what_was_given():
+    """--config and --gpu given: no "could not check" line asks for them again (the issue saw it ask)."""
+    result = run_cli("check", "--config", "example:seed-gqa-27b", "--gpu", "H200:8", "--command",
+                     "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 8", "--format", "json")
+    doc = json.loads(result.stdout)
+    for item in doc["unchecked"]:
+        assert "--config" not in item["hint"] and "--gpu" not in item["hint"], item

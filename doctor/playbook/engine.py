@@ -192,6 +192,8 @@ _NOT_SAID = "the inputs given do not say (see the reason)"
 def _given(namespace: str, facts: Facts) -> bool:
     if namespace == "active":  # --active ran: a probe that could not tell left its reason, not a missing flag
         return bool(facts.under("active")) or any(k == "active" or k.startswith("active.") for k in facts.errors)
+    if namespace == "fit":  # its hint asks for --config and --gpu: moot once both are known
+        return _given("model", facts) and _given("gpu", facts)
     return any(facts.get(k) not in (None, False) for k in _GIVEN_BY.get(namespace, ()))
 
 
@@ -199,6 +201,8 @@ def _hint(key: str, facts: Facts) -> str | None:
     namespace = key.split(".")[0]
     if _given(namespace, facts):
         return None
+    if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
+        return "pass --endpoint of the running server (its measured KV capacity)"
     return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
 
 

@@ -12,7 +12,10 @@ Policy (one place, for every engine):
   not come up FAILS the test loudly, with the log's tail.
 * otherwise (a developer without the venv): the tests skip, with a reason that names the install command.
 
-Using it from a test module (any engine)::
+``tests/realengine`` is a package (so this module is ``realengine.conftest`` and never shadows the top-level
+``conftest`` the other tests import); a test module imports from it as ``realengine.<module>``.
+
+Using it from a test module (any engine; tests/realengine/vllm_engine.py is the vLLM one)::
 
     from realengine.conftest import Engine
 
@@ -111,6 +114,8 @@ class Server:
     proc: subprocess.Popen[bytes]
     log_path: Path
     started: float = field(default_factory=time.monotonic)
+    #: seconds from launch to a healthy /health (None until then): the harness sums them for the summary
+    start_s: float | None = None
 
     @property
     def pid(self) -> int:
@@ -145,6 +150,7 @@ class Server:
                 unavailable(f"{self.engine.name} {' '.join(self.flags)} exited with {self.proc.returncode} "
                             f"before /health answered; log tail:\n{self.tail()}")
             if self.healthy():
+                self.start_s = time.monotonic() - self.started
                 return self
             time.sleep(1)
         self.stop()
@@ -211,7 +217,8 @@ class EngineHarness:
     def __init__(self, logdir: Path) -> None:
         self.logdir = logdir
         self.current: Server | None = None
-        self.wall = 0.0
+        self.servers: list[Server] = []
+        self.refusal_s = 0.0
 
     def launch(self, engine: Engine, flags: list[str], extra_env: dict[str, str] | None = None) -> Server:
         """Start a server and return at once (it may still be loading, or about to refuse)."""
@@ -227,7 +234,13 @@ class EngineHarness:
                                     stdin=subprocess.DEVNULL, env=env, cwd=home, start_new_session=True)
         server = Server(engine, tuple(flags), port, proc, log_path)
         self.current = server
+        self.servers.append(server)
         return server
+
+    @property
+    def wall(self) -> float:
+        """Seconds spent starting servers (to healthy) and waiting for refusals."""
+        return self.refusal_s + sum(s.start_s or 0.0 for s in self.servers)
 
     def serve(self, engine: Engine, flags: list[str], extra_env: dict[str, str] | None = None,
               timeout: float = 300) -> Server:
@@ -236,12 +249,9 @@ class EngineHarness:
         cur = self.current
         if cur is not None and getattr(cur, "key", None) == key and cur.proc.poll() is None:
             return cur
-        start = time.monotonic()
         server = self.launch(engine, flags, extra_env)
         server.key = key  # type: ignore[attr-defined]
-        server.wait_healthy(timeout)
-        self.wall += time.monotonic() - start
-        return server
+        return server.wait_healthy(timeout)
 
     def refusal(self, engine: Engine, flags: list[str], extra_env: dict[str, str] | None = None,
                 timeout: float = 180) -> Refusal:
@@ -251,7 +261,7 @@ class EngineHarness:
         code = server.wait_exit(timeout)
         self.current = None
         seconds = time.monotonic() - start
-        self.wall += seconds
+        self.refusal_s += seconds
         return Refusal(code, server.log, seconds)
 
     def close(self) -> None:

@@ -28,6 +28,11 @@ REFUSALS = [
      "User-specified max_model_len (16384) is greater than the derived max_model_len (max_position_embeddings=8192",
      "max-model-len-over-model-limit"),
     ("sglang-flag", ["--tp-size", "1"], {}, 2, "unrecognized arguments: --tp-size", "flag-from-other-engine"),
+    ("invalid-value", ["--dtype", "fp8"], {}, 2, "argument --dtype: invalid choice: 'fp8'", "invalid-flag-value"),
+    ("typo", ["--max-modle-len", "512"], {}, 2, "unrecognized arguments: --max-modle-len", "unknown-flag"),
+    ("ambiguous-abbreviation", ["--max-num", "4"], {}, 2, "ambiguous option: --max-num could match",
+     "ambiguous-flag"),
+    ("value-lost", ["--tensor-parallel-size"], {}, 2, "expected one argument", "argument-error"),
     ("unknown-reasoning-parser", ["--reasoning-parser", "think_v9"], {}, 1,
      "KeyError: \"Reasoning parser 'think_v9' not found. Available parsers: ", "reasoning-parser-unregistered"),
 ]

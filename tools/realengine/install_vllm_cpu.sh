@@ -6,7 +6,8 @@
 # Where: ${LLMDOCTOR_REALENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmdoctor/realengine}/vllm-VERSION/
 #   venv/   the engine (~3.5 GB; ~2.5 min on 2 cores the first time)
 #   model/  the tiny scripted Qwen2 model (make_tiny_model.py; ~10 s)
-#   READY   written last: its presence means "complete", so an interrupted install is redone, not reused.
+#   READY   written last, holding a digest of the model recipe: an interrupted install is redone, not reused,
+#           and a changed make_tiny_model.py / chat_template.jinja rebuilds the model (not the venv).
 # Idempotent: a complete install is reused and costs nothing. The real-engine tests
 # (tests/realengine/) start servers from it; see tests/realengine/conftest.py.
 #
@@ -17,7 +18,9 @@ version=${1:-0.32.0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=${LLMDOCTOR_REALENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmdoctor/realengine}
 dir="$root/vllm-$version"
-if [ -f "$dir/READY" ]; then echo "$dir"; exit 0; fi
+stamp=$(cat "$here/make_tiny_model.py" "$here/chat_template.jinja" | sha256sum | cut -c1-16)
+if [ -f "$dir/READY" ] && [ "$(cat "$dir/READY")" = "$stamp" ]; then echo "$dir"; exit 0; fi
+rm -f "$dir/READY"
 mkdir -p "$dir"
 V="$dir/venv"
 log="$dir/install.log"
@@ -47,5 +50,5 @@ rm -rf "$dir/model"
 if ! "$V/bin/python" "$here/make_tiny_model.py" "$dir/model" >>"$log" 2>&1; then
   tail -20 "$log" >&2; echo "install_vllm_cpu: building the tiny model failed (log: $log)" >&2; exit 1
 fi
-date -u +%FT%TZ >"$dir/READY"
+echo "$stamp" >"$dir/READY"
 echo "$dir"
