@@ -187,6 +187,7 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         config=offline.config or recorded.get("config_name"),
         gpu=offline.gpu or recorded.get("gpu"),
         workload=workload,
+        log_excerpt=recorded.get("log") if offline.log is None else None,
     )
 
 
@@ -206,4 +207,8 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
         loaded = load_config(offline.config)
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
+    if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
+        from doctor.logs.source import read_log_input
+
+        inputs["log"] = read_log_input(offline.log).excerpt
     return inputs

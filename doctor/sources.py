@@ -56,6 +56,9 @@ class OfflineInputs:
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
     workload: Workload = field(default_factory=Workload)
+    log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
+    log_excerpt: dict[str, Any] | None = None
 
 
 @dataclass
@@ -248,6 +251,24 @@ def server_info_facts(path: str) -> Facts:
     return facts
 
 
+def log_input_facts(inputs: OfflineInputs) -> Facts:
+    """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
+    from doctor.logs.source import read_log_input, replay_excerpt
+
+    reading = replay_excerpt(inputs.log_excerpt) if inputs.log_excerpt is not None else read_log_input(inputs.log)
+    return reading.facts
+
+
+def log_engine_facts(facts: Facts) -> None:
+    """The engine and release a log names, when no launch command could be read: fixes then speak its flags."""
+    for key, source in (("launch.engine", "log.engine"), ("launch.version", "log.version")):
+        fact = facts.fact(source)
+        if fact is not None and fact.value and key not in facts:
+            facts.set(key, fact.value, fact.source)
+    facts.error("launch", facts.unknown_reason("log.launch_command") or
+                "no launch command (pass --command; the log did not print the engine's arguments)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -274,12 +295,15 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
+    if inputs.log or inputs.log_excerpt:
+        facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
-    if text is None:  # no --command: the one the server reports, or the listening process's argv
-        for key in ("server.launch_command", "process.argv"):
+    if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
+        for key in ("server.launch_command", "process.argv", "log.launch_command"):
             if facts.get(key):
                 text, origin = facts.get(key), key
-                version = version or facts.get("server.version") or facts.get("launch.version")
+                version = version or facts.get("server.version") or facts.get("launch.version") or \
+                    facts.get("log.version")
                 break
     if text is not None:
         try:
@@ -296,6 +320,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(spelling_facts(command), overwrite=False)
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
+    if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
+        log_engine_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 

@@ -1,0 +1,425 @@
+"""A vLLM or SGLang server log → ``log.*`` facts (docs/facts.md), and the excerpt that reproduces them.
+
+Every fact here is something the engine itself printed while it ran, so each is *observed*. The patterns are
+the engines' own format strings (cited per pattern, vLLM 0.32.0 and SGLang 0.5.23 wheels). Each pattern runs
+once over the whole excerpt (``re.MULTILINE``), never line by line: a 4 MB excerpt is ~40,000 lines.
+
+The lines that gave a fact (and the last traceback) are the *excerpt*: a snapshot records it (redacted), and
+parsing the excerpt again gives the same facts, so ``check --snapshot`` replays a log without the log.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor.facts import Facts
+from doctor.logs.read import LogText
+from doctor.redact import redact_text
+
+#: What one line may carry before the message: vLLM's ``(Worker pid=1) INFO 12-01 12:41:11 [file.py:12] `` and
+#: SGLang's ``[2026-12-01 13:28:54 TP0] ``.
+_PREFIX = (r"^(?:\([\w-]+(?: [\w-]+)* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d-]+ [\d:]+ \[[^\]]*\] )?"
+           r"(?:\[\d{4}-\d\d-\d\d [\d:]+[^\]]*\] )?")
+
+# vLLM (0.32.0 wheel)
+_VLLM_BANNER = re.compile(_PREFIX + r".*█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
+_VLLM_ENGINE = re.compile(_PREFIX + r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
+_VLLM_OLD_VERSION = re.compile(_PREFIX + r"vLLM API server version (\S+)", re.M)  # older releases
+_VLLM_ARGS = re.compile(_PREFIX + r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
+_VLLM_KV = re.compile(  # v1/core/kv_cache_utils.py:2328
+    _PREFIX + r"(GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens", re.M)
+_VLLM_CONCURRENCY = re.compile(_PREFIX + r".*Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
+_VLLM_BACKEND = re.compile(  # platforms/cuda.py:507, platforms/cpu.py:163
+    _PREFIX + r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
+_VLLM_WEIGHTS = re.compile(  # v1/worker/gpu_model_runner.py:5150
+    _PREFIX + r"Model loading took ([\d.]+) ?GiB memory", re.M)
+_VLLM_KV_MEMORY = re.compile(_PREFIX + r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
+_VLLM_CPU_KV_MEMORY = re.compile(_PREFIX + r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
+_VLLM_GRAPHS = re.compile(  # v1/worker/gpu_model_runner.py:6582
+    _PREFIX + r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
+_VLLM_GRAPH_START = re.compile(_PREFIX + r"Capturing CUDA graphs?\b", re.M)
+_VLLM_STATS = re.compile(  # v1/metrics/loggers.py:283
+    _PREFIX + r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
+    r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
+    re.M)
+_VLLM_SPEC = re.compile(  # v1/spec_decode/metrics.py:121
+    _PREFIX + r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
+    re.M)
+_VLLM_READY = re.compile(_PREFIX + r"Starting vLLM (?:API )?server on ", re.M)
+
+# SGLang (0.5.23 wheel)
+_SGL_ARGS = re.compile(_PREFIX + r"server_args=(\{.*\}|ServerArgs\(.*\))\s*$", re.M)  # srt/entrypoints/engine.py:311
+_SGL_KV = re.compile(_PREFIX + r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+)", re.M)  # mem_cache/memory_pool.py
+_SGL_POOL = re.compile(_PREFIX + r"max_total_num_tokens=(\d+), .*?max_running_requests=(\d+), context_len=(\d+)", re.M)
+_SGL_WEIGHTS = re.compile(_PREFIX + r"Load weight end\..*?mem usage=([\d.]+) GB", re.M)
+_SGL_GRAPH = re.compile(  # model_runner_components/cuda_graph_setup.py:696 (and the decode graph's line)
+    _PREFIX + r"Capture (?:[\w ]*?)cuda graph end\. .*?mem usage=([\d.]+) GB", re.M | re.I)
+_SGL_GRAPH_START = re.compile(_PREFIX + r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
+_SGL_GRAPH_OFF = re.compile(_PREFIX + r"(Cuda graph is disabled .*)$", re.M)
+_SGL_STATS = re.compile(  # managers/scheduler_components/metrics_reporter.py
+    _PREFIX + r"Decode batch, #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?:.*?accept len: ([\d.]+),)?"
+    r".*?#queue-req: (\d+)", re.M)
+_SGL_READY = re.compile(_PREFIX + r"The server is fired up and ready to roll", re.M)
+_SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
+
+# any engine
+_WARNING = re.compile(r"^(?:\([\w-]+(?: [\w-]+)* pid=\d+\) )?WARNING [\d-]+ [\d:]+ \[[^\]]*\] (.+)$", re.M)
+_PY_WARNING = re.compile(r"^\S+\.py:\d+: (\w*Warning: .+)$", re.M)
+_TRACEBACK = re.compile(_PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
+_EXCEPTION = re.compile(
+    _PREFIX + r"((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)(?::\s.*)?)$", re.M)
+_ARGPARSE = re.compile(r"^\S+(?: serve)?: error: (.+)$", re.M)
+#: At most this many distinct warnings, errors and traceback lines are kept as facts.
+MAX_ITEMS = 20
+MAX_TRACEBACK_LINES = 40
+
+
+@dataclass
+class _Scan:
+    """The excerpt being built: which lines gave facts."""
+
+    text: str
+    starts: list[int]
+    kept: set[int] = field(default_factory=set)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def keep(self, m: re.Match[str]) -> re.Match[str]:
+        first, last = self.line_of(m.start()), self.line_of(max(m.end() - 1, m.start()))
+        self.kept.update(range(first, last + 1))
+        return m
+
+    def all(self, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+        return [self.keep(m) for m in pattern.finditer(self.text)]
+
+    def last(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        found = deque(pattern.finditer(self.text), maxlen=1)
+        return self.keep(found[0]) if found else None
+
+    def first(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        found = pattern.search(self.text)
+        return self.keep(found) if found else None
+
+    def line(self, index: int) -> str:
+        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
+        return self.text[self.starts[index]:end]
+
+
+@dataclass(frozen=True)
+class LogReading:
+    """The facts a log gave, and the redacted lines that give them again (what a snapshot records)."""
+
+    facts: Facts
+    excerpt: dict[str, Any]
+
+
+def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None = None) -> LogReading:
+    """Facts from a log; ``signatures`` (cause id → [{pattern, engine}]) name the causes the log shows."""
+    text = _redact("\n".join(log.lines))
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    scan = _Scan(text, starts)
+    facts = Facts()
+    src = f"log {log.label.removeprefix('--log ')}"
+
+    def put(key: str, value: Any, what: str) -> None:
+        if value is None:  # unknown, with the reason
+            facts.error(key, f"{src}: {what}")
+        else:
+            facts.set(key, value, f"{src}: {what}", observed=True)
+
+    put("log.bytes", log.total_bytes, "size")
+    if log.skipped_bytes:
+        put("log.skipped_bytes", log.skipped_bytes, "bytes between the head and the tail that were not read")
+    engine = _engine(scan, put)
+    if engine == "vllm":
+        _vllm(scan, put)
+    elif engine == "sglang":
+        _sglang(scan, put)
+    _problems(scan, put)
+    if signatures:
+        _signatures(scan, put, engine, signatures)
+    lines = [scan.line(i) for i in sorted(scan.kept)]
+    excerpt = {"label": log.label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes,
+               "lines": lines}
+    return LogReading(facts, excerpt)
+
+
+def _engine(scan: _Scan, put: Any) -> str | None:
+    for pattern in (_VLLM_BANNER, _VLLM_ENGINE, _VLLM_OLD_VERSION):
+        m = scan.first(pattern)
+        if m:
+            put("log.engine", "vllm", "vLLM's start-up lines")
+            put("log.version", m.group(1).lstrip("v"), m.group(0).strip()[-120:])
+            return "vllm"
+    if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS):
+        put("log.engine", "vllm", "vLLM's start-up lines")
+        return "vllm"
+    if scan.first(_SGL_ARGS) or scan.first(_SGL_STATS) or scan.first(_SGL_KV):
+        put("log.engine", "sglang", "SGLang's start-up lines")
+        return "sglang"
+    if _SGL_MARK.search(scan.text):
+        put("log.engine", "sglang", "SGLang paths in the log")
+        return "sglang"
+    return None
+
+
+def _vllm(scan: _Scan, put: Any) -> None:
+    m = scan.last(_VLLM_ARGS)
+    if m:
+        args = _literal(m.group(1))
+        if isinstance(args, dict):
+            put("log.args", args, "non-default args")
+            model = args.get("model_tag") or args.get("model")
+            if isinstance(model, str):
+                put("log.model", model, "non-default args model")
+            command = vllm_command(args)
+            if command:
+                put("log.launch_command", command, "rebuilt from the non-default args vLLM printed")
+    m = scan.last(_VLLM_KV)
+    if m:
+        put("log.kv_cache_tokens", int(m.group(2).replace(",", "")), f"{m.group(1) or 'GPU'} KV cache size")
+    m = scan.last(_VLLM_CONCURRENCY)
+    if m:
+        put("log.max_concurrency", float(m.group(2)),
+            f"maximum concurrency for {m.group(1)} tokens per request")
+    m = scan.last(_VLLM_BACKEND)
+    if m:
+        put("log.attention_backend", m.group(1), "attention backend chosen")
+    m = scan.last(_VLLM_WEIGHTS)
+    if m:
+        put("log.weights_gib", float(m.group(1)), "model loading")
+    m = scan.last(_VLLM_KV_MEMORY) or scan.last(_VLLM_CPU_KV_MEMORY)
+    if m:
+        put("log.kv_cache_gib", float(m.group(1)), "KV cache memory")
+    graphs = scan.last(_VLLM_GRAPHS)
+    if graphs:
+        put("log.cuda_graph", "captured", "graph capturing finished")
+        put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
+    elif scan.last(_VLLM_GRAPH_START):
+        put("log.cuda_graph", "capturing", "capture started, never finished")
+    m = scan.last(_VLLM_STATS)
+    if m:
+        stats = {"running": int(m.group(4)), "waiting": int(m.group(5)), "kv_usage": float(m.group(6)) / 100}
+        if m.group(7) is not None:
+            stats["prefix_hit_rate"] = float(m.group(7)) / 100
+        put("log.stats", stats, "the last engine stats line")
+    m = scan.last(_VLLM_SPEC)
+    if m and int(m.group(3)) > 0:
+        put("log.spec_accept_length", float(m.group(1)), "SpecDecoding metrics")
+        put("log.spec_accept_rate", round(int(m.group(2)) / int(m.group(3)), 4), "SpecDecoding metrics "
+            "accepted / drafted")
+    put("log.started", bool(scan.last(_VLLM_READY)), "'Starting vLLM server on'")
+
+
+def _sglang(scan: _Scan, put: Any) -> None:
+    m = scan.last(_SGL_ARGS)
+    if m:
+        args = _sglang_args(m.group(1))
+        if args:
+            put("log.args", args, "server_args as resolved at start-up, where they differ from the defaults")
+            if isinstance(args.get("model_path"), str):
+                put("log.model", args["model_path"], "server_args model_path")
+        # SGLang prints the *resolved* arguments: mem_fraction_static, chunked_prefill_size, attention_backend,
+        # page_size... are filled in by SGLang itself (sglang/srt/server_args.py), so they cannot be told apart
+        # from flags the operator gave, and a command rebuilt from them would blame the operator for them.
+        why = ("SGLang logs its resolved server_args, not the command line: values it chose itself cannot be "
+                      "told from flags that were given")
+        put("log.launch_command", None, why)
+    m = scan.last(_SGL_KV)
+    pool = scan.last(_SGL_POOL)
+    if pool:
+        put("log.kv_cache_tokens", int(pool.group(1)), "max_total_num_tokens")
+        put("log.max_running_requests", int(pool.group(2)), "max_running_requests")
+    elif m:
+        put("log.kv_cache_tokens", int(m.group(2)), "KV Cache is allocated")
+    if m:
+        put("log.kv_cache_dtype", m.group(1).removeprefix("torch."), "KV Cache is allocated")
+    args = _literal_args(scan)
+    if args.get("attention_backend"):
+        put("log.attention_backend", args["attention_backend"], "server_args attention_backend")
+    m = scan.last(_SGL_WEIGHTS)
+    if m:
+        put("log.weights_gib", round(float(m.group(1)) * 1e9 / 2**30, 3), "Load weight end (GB)")
+    graphs = scan.all(_SGL_GRAPH)
+    off = scan.last(_SGL_GRAPH_OFF)
+    if graphs:
+        put("log.cuda_graph", "captured", "Capture cuda graph end")
+        put("log.cuda_graph_gib", round(sum(float(g.group(1)) for g in graphs) * 1e9 / 2**30, 3),
+            "Capture cuda graph end (GB)")
+    elif scan.last(_SGL_GRAPH_START):
+        put("log.cuda_graph", "capturing", "capture began, never ended")
+    elif off:
+        put("log.cuda_graph", "disabled", off.group(1)[:200])
+    m = scan.last(_SGL_STATS)
+    if m:
+        stats: dict[str, Any] = {"running": int(m.group(1)), "waiting": int(m.group(5)),
+                                 "kv_usage": float(m.group(3))}
+        if m.group(4) is not None:
+            stats["spec_accept_length"] = float(m.group(4))
+        put("log.stats", stats, "the last Decode batch line")
+    put("log.started", bool(scan.last(_SGL_READY)), "'The server is fired up and ready to roll'")
+
+
+def _problems(scan: _Scan, put: Any) -> None:
+    warnings: list[str] = []
+    for m in [*_WARNING.finditer(scan.text), *_PY_WARNING.finditer(scan.text)]:
+        message = m.group(1).strip()
+        if message not in warnings and len(warnings) < MAX_ITEMS:
+            scan.keep(m)
+            warnings.append(message)
+    if warnings:
+        put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
+    errors: list[str] = []
+    for m in [*_EXCEPTION.finditer(scan.text), *_ARGPARSE.finditer(scan.text)]:
+        errors.append((m.start(), m.group(1).strip()))  # type: ignore[arg-type]
+    if errors:
+        errors.sort()
+        for offset, _ in errors:
+            scan.kept.add(scan.line_of(offset))
+        distinct = list(dict.fromkeys(e for _, e in errors))
+        put("log.errors", distinct[-MAX_ITEMS:], "exception lines (distinct, in order)")
+        put("log.error", errors[-1][1], "the last exception line")
+    tb = scan.last(_TRACEBACK)
+    if tb:
+        first = scan.line_of(tb.start())
+        end = next((i for i in range(first, len(scan.starts)) if _EXCEPTION.fullmatch(scan.line(i))
+                    or _EXCEPTION.match(scan.line(i))), min(first + MAX_TRACEBACK_LINES, len(scan.starts) - 1))
+        lines = [_strip_prefix(scan.line(i)) for i in range(first, end + 1)]
+        scan.kept.update(range(first, end + 1))
+        if len(lines) > MAX_TRACEBACK_LINES:
+            lines = lines[:2] + ["..."] + lines[-(MAX_TRACEBACK_LINES - 3):]
+        put("log.traceback", lines, "the last traceback")
+
+
+def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:
+    """Which causes' log signatures (playbooks/causes.yaml ``log_signatures``) the log carries."""
+    matched: list[dict[str, str]] = []
+    for cause, sigs in signatures.items():
+        for sig in sigs:
+            if sig.get("engine", "any") not in ("any", engine) and engine is not None:
+                continue
+            m = re.search(sig["pattern"], scan.text, re.M)
+            if m:
+                scan.keep(m)
+                matched.append({"cause": cause, "line": _strip_prefix(scan.line(scan.line_of(m.start())))[:300]})
+                break
+    put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes.yaml)")
+    put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")
+
+
+#: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``): numbers, not secrets named "token".
+_TOKEN_COUNT = re.compile(r"(#[\w-]*tok)(en: \d)")
+_GUARD = "\u2060"  # a word joiner between "tok" and "en" hides the name from redaction, and is taken out after
+
+
+def _redact(text: str) -> str:
+    return redact_text(_TOKEN_COUNT.sub(rf"\1{_GUARD}\2", text)).replace(_GUARD, "")
+
+
+def _strip_prefix(line: str) -> str:
+    return re.sub(_PREFIX, "", line, count=1)
+
+
+def _literal(text: str) -> Any:
+    """A Python literal the engine printed (``{'max_model_len': 512}``); None when it is not one."""
+    # redaction turned a secret's value into a bare *** (``'api_key': ***``): quote it back into a literal
+    text = re.sub(r"(?<=: )\*\*\*(?=[,}])", "'***'", text)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _literal_args(scan: _Scan) -> dict[str, Any]:
+    m = _SGL_ARGS.search(scan.text)
+    return _sglang_all_args(m.group(1)) if m else {}
+
+
+def _sglang_all_args(text: str) -> dict[str, Any]:
+    if text.startswith("ServerArgs("):  # older releases print the dataclass repr: key=value, ...
+        text = "dict(" + text[len("ServerArgs("):]
+        try:
+            tree = ast.parse(text, mode="eval")
+            call = tree.body
+            return {k.arg: ast.literal_eval(k.value) for k in call.keywords  # type: ignore[attr-defined]
+                    if k.arg and _is_literal(k.value)}
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
+    value = _literal(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return False
+    return True
+
+
+def _sglang_args(text: str) -> dict[str, Any]:
+    """SGLang prints every argument; keep those that differ from this release's defaults (the catalog's)."""
+    args = _sglang_all_args(text)
+    if not args:
+        return {}
+    from doctor.engines.catalog import load_catalog
+
+    catalog = load_catalog("sglang")
+    out = {}
+    for dest, value in args.items():
+        spec = catalog.flag(dest)
+        if spec is None or (spec.default_known and _same(spec.default, value)):
+            continue
+        out[dest] = value
+    return out
+
+
+def _same(default: Any, value: Any) -> bool:
+    return default == value or (default in (None, "") and value in (None, "")) or str(default) == str(value)
+
+
+def vllm_command(args: dict[str, Any]) -> str | None:
+    """``vllm serve MODEL --flag value …`` from vLLM's non-default args (their dests, mapped by the catalog)."""
+    from doctor.engines.catalog import load_catalog
+
+    model = args.get("model_tag") or args.get("model")
+    if not isinstance(model, str):
+        return None
+    catalog = load_catalog("vllm")
+    words = ["vllm", "serve", model]
+    for dest, value in args.items():
+        if dest in ("model_tag", "model") and value == model:
+            continue
+        words += _flag_words(catalog, dest, value)
+    return _join(words)
+
+
+def _flag_words(catalog: Any, dest: str, value: Any) -> list[str]:
+    spec = catalog.flag(dest)
+    if spec is None or value is None:
+        return []
+    if spec.is_boolean:
+        negation = next((o for o in spec.options if spec.is_negation(o)), None)
+        if value is True:
+            return [spec.name]
+        return [negation] if value is False and negation else []
+    if isinstance(value, (dict, list)):
+        if isinstance(value, list) and spec.nargs in ("+", "*"):
+            return [spec.name, *(str(v) for v in value)]
+        return [spec.name, json.dumps(value)]
+    return [spec.name, str(value)]
+
+
+def _join(words: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in words)
