@@ -213,6 +213,10 @@ def spelling_facts(command: LaunchCommand) -> Facts:
         modern = command.catalog.resolve("--attn-dp-size") is not None
         out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
                 f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
+        # 0.5.20+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode)
+        per_phase = command.catalog.resolve("--cuda-graph-max-bs-decode") is not None
+        out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
+                f"engine catalog sglang {command.catalog.version}")
     return out
 
 

@@ -310,7 +310,9 @@ def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str,
             m = re.search(sig["pattern"], scan.text, re.M)
             if m:
                 scan.keep(m)
-                matched.append({"cause": cause, "line": _strip_prefix(scan.line(scan.line_of(m.start())))[:300]})
+                line = _strip_prefix(scan.line(scan.line_of(m.end() - 1))).strip()[:300]
+                matched.append({"cause": cause, "line": line})
+                put(f"log.seen.{cause.replace('-', '_')}", line, f"the line that names {cause}")
                 break
     put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes.yaml)")
     put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")

@@ -16,6 +16,7 @@ otherwise the node's own ``confidence`` or ``medium`` — configuration alone ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,18 +144,28 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
              facts: Facts) -> Finding:
     evidence = _dedupe(evidence)
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
+    what, fix = render(cause.what, facts), render_fix(cause, facts)
+    seen = facts.get(f"log.seen.{cause.id.replace('-', '_')}")
+    if seen and _UNFILLED.search(what):  # named by the server log alone: its line is the account
+        what = f'The server log shows it: "{seen}"'
+    if seen and _UNFILLED.search(fix):
+        fix = _UNFILLED.sub("(those in the log line)", fix)
     return Finding(
         id=cause.id,
         symptom=playbook.symptom,
         severity=node.get("severity", cause.severity),
         confidence=confidence,
         title=render(cause.title, facts),
-        what=render(cause.what, facts),
+        what=what,
         why=render(cause.why, facts),
-        fix=render_fix(cause, facts),
+        fix=fix,
         ref=cause.ref,
         evidence=evidence,
     )
+
+
+#: A placeholder render() could not fill (doctor.playbook.template marks them ``<key?>``).
+_UNFILLED = re.compile(r"<[a-z][\w.]*\?>")
 
 
 def render_fix(cause: Cause, facts: Facts) -> str:
