@@ -24,8 +24,14 @@ from doctor.redact import redact_text
 
 #: What one line may carry before the message: vLLM's ``(Worker pid=1) INFO 12-01 12:41:11 [file.py:12] `` and
 #: SGLang's ``[2026-12-01 13:28:54 TP0] ``.
-_PREFIX = (r"^(?:\([\w-]+(?: [\w-]+)* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d-]+ [\d:]+ \[[^\]]*\] )?"
-           r"(?:\[\d{4}-\d\d-\d\d [\d:]+[^\]]*\] )?")
+_PREFIX = (r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?"
+           r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d-]+ [\d:.]+ (?:\[[^\]\n]*\]|[\w.]+:\d+\]) )?"
+           r"(?:\[\d{4}-\d\d-\d\d [\d:]+[^\]\n]*\] )?")
+#: vLLM's own line format (``INFO 12-01 12:41:11 [file.py:12]``; before 0.8 without the brackets' opening).
+_VLLM_LINE = re.compile(r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:INFO|WARNING|ERROR) "
+                        r"\d\d-\d\d [\d:.]+ \[?[\w.]+\.py:\d+\]", re.M)
+#: SGLang's (``[2026-12-01 13:28:54 TP0] ``) — no level, a full date.
+_SGL_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [^\]\n]*)?\] ", re.M)
 
 # vLLM (0.32.0 wheel)
 _VLLM_BANNER = re.compile(_PREFIX + r".*█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
@@ -69,11 +75,12 @@ _SGL_READY = re.compile(_PREFIX + r"The server is fired up and ready to roll", r
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
-_WARNING = re.compile(r"^(?:\([\w-]+(?: [\w-]+)* pid=\d+\) )?WARNING [\d-]+ [\d:]+ \[[^\]]*\] (.+)$", re.M)
+_WARNING = re.compile(r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
+                      r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
 _PY_WARNING = re.compile(r"^\S+\.py:\d+: (\w*Warning: .+)$", re.M)
 _TRACEBACK = re.compile(_PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
-    _PREFIX + r"((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)(?::\s.*)?)$", re.M)
+    _PREFIX + r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit)(?::\s.*)?)$", re.M)
 _ARGPARSE = re.compile(r"^\S+(?: serve)?: error: (.+)$", re.M)
 #: At most this many distinct warnings, errors and traceback lines are kept as facts.
 MAX_ITEMS = 20
@@ -166,9 +173,12 @@ def _engine(scan: _Scan, put: Any) -> str | None:
     if scan.first(_SGL_ARGS) or scan.first(_SGL_STATS) or scan.first(_SGL_KV):
         put("log.engine", "sglang", "SGLang's start-up lines")
         return "sglang"
-    if _SGL_MARK.search(scan.text):
-        put("log.engine", "sglang", "SGLang paths in the log")
+    if _SGL_MARK.search(scan.text) or _SGL_LINE.search(scan.text):
+        put("log.engine", "sglang", "SGLang's line format or paths in the log")
         return "sglang"
+    if _VLLM_LINE.search(scan.text) or "/vllm/" in scan.text:
+        put("log.engine", "vllm", "vLLM's line format or paths in the log")
+        return "vllm"
     return None
 
 
