@@ -32,6 +32,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 def derive_all(facts: Facts) -> Facts:
     derive_from_log(facts)
+    derive_engine_name(facts)
     derive_gpu_balance(facts)
     derive_model_label(facts)
     derive_kernel_support(facts)
@@ -62,6 +63,16 @@ def derive_from_log(facts: Facts) -> None:
     rate = facts.fact("log.spec_accept_rate")
     if rate is not None and "metrics.spec_accept_rate" not in facts:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
+
+
+def derive_engine_name(facts: Facts) -> None:
+    """engine.name: the engine in use, from whichever source saw it (command, server, /metrics names, log), so
+    trees and fixes follow the engine even when the launch command is unknown."""
+    for key in ("launch.engine", "server.engine", "metrics.engine", "log.engine"):
+        fact = facts.fact(key)
+        if fact is not None and fact.value in ("vllm", "sglang"):
+            facts.set("engine.name", fact.value, fact.source, observed=fact.observed)
+            return
 
 
 def derive_gpu_balance(facts: Facts) -> None:

@@ -170,7 +170,7 @@ _UNFILLED = re.compile(r"<[a-z][\w.]*\?>")
 
 def render_fix(cause: Cause, facts: Facts) -> str:
     """The fix for the engine in use, or every engine's when the engine is not known."""
-    engine = facts.get("launch.engine")
+    engine = facts.get("launch.engine") or facts.get("engine.name")
     if engine in cause.fix:
         text = cause.fix[engine]
         if "any" in cause.fix:
