@@ -147,7 +147,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
               help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
-                   "command, engine_version) and print a fleet table.")
+                   "command, engine_version, log) and print a fleet table.")
 @offline_options
 @log_option
 @workload_options
