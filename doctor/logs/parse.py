@@ -14,13 +14,14 @@ import ast
 import bisect
 import json
 import re
-from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from doctor.facts import Facts
 from doctor.logs.read import LogText
-from doctor.redact import redact_text
+from doctor.redact import redact_obj, redact_text
 
 #: What one line may carry before the message: vLLM's ``(Worker pid=1) INFO 12-01 12:41:11 [file.py:12] `` and
 #: SGLang's ``[2026-12-01 13:28:54 TP0] ``.
@@ -33,55 +34,69 @@ _VLLM_LINE = re.compile(r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(
 #: SGLang's (``[2026-12-01 13:28:54 TP0] ``) — no level, a full date.
 _SGL_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [^\]\n]*)?\] ", re.M)
 
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern and a literal every line it matches contains (the fast prefilter)."""
+
+    keyword: str
+    pattern: re.Pattern[str]
+
+
+def _rule(keyword: str, pattern: str, flags: int = 0) -> _Rule:
+    return _Rule(keyword, re.compile(pattern, flags))
+
+
 # vLLM (0.32.0 wheel)
-_VLLM_BANNER = re.compile(_PREFIX + r".*█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
-_VLLM_ENGINE = re.compile(_PREFIX + r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
-_VLLM_OLD_VERSION = re.compile(_PREFIX + r"vLLM API server version (\S+)", re.M)  # older releases
-_VLLM_ARGS = re.compile(_PREFIX + r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
-_VLLM_KV = re.compile(  # v1/core/kv_cache_utils.py:2328
+_VLLM_BANNER = _rule('█', _PREFIX + r".*█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
+_VLLM_ENGINE = _rule('Initializing a V1 LLM engine', _PREFIX + r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
+_VLLM_OLD_VERSION = _rule('vLLM API server version', _PREFIX + r"vLLM API server version (\S+)", re.M)  # older releases
+_VLLM_ARGS = _rule('non-default args: ', _PREFIX + r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
+_VLLM_KV = _rule('KV cache size: ',   # v1/core/kv_cache_utils.py:2328
     _PREFIX + r"(GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens", re.M)
-_VLLM_CONCURRENCY = re.compile(_PREFIX + r".*Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
-_VLLM_BACKEND = re.compile(  # platforms/cuda.py:507, platforms/cpu.py:163
+_VLLM_CONCURRENCY = _rule('Maximum concurrency for', _PREFIX + r".*Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
+_VLLM_BACKEND = _rule('Using ',   # platforms/cuda.py:507, platforms/cpu.py:163
     _PREFIX + r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
-_VLLM_WEIGHTS = re.compile(  # v1/worker/gpu_model_runner.py:5150
+_VLLM_WEIGHTS = _rule('Model loading took',   # v1/worker/gpu_model_runner.py:5150
     _PREFIX + r"Model loading took ([\d.]+) ?GiB memory", re.M)
-_VLLM_KV_MEMORY = re.compile(_PREFIX + r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
-_VLLM_CPU_KV_MEMORY = re.compile(_PREFIX + r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
-_VLLM_GRAPHS = re.compile(  # v1/worker/gpu_model_runner.py:6582
+_VLLM_KV_MEMORY = _rule('Available KV cache memory', _PREFIX + r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
+_VLLM_CPU_KV_MEMORY = _rule('for KV cache', _PREFIX + r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
+_VLLM_GRAPHS = _rule('Graph capturing finished',   # v1/worker/gpu_model_runner.py:6582
     _PREFIX + r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
-_VLLM_GRAPH_START = re.compile(_PREFIX + r"Capturing CUDA graphs?\b", re.M)
-_VLLM_STATS = re.compile(  # v1/metrics/loggers.py:283
+_VLLM_GRAPH_START = _rule('Capturing CUDA graph', _PREFIX + r"Capturing CUDA graphs?\b", re.M)
+_VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
     _PREFIX + r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
     re.M)
-_VLLM_SPEC = re.compile(  # v1/spec_decode/metrics.py:121
+_VLLM_SPEC = _rule('SpecDecoding metrics',   # v1/spec_decode/metrics.py:121
     _PREFIX + r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
     re.M)
-_VLLM_READY = re.compile(_PREFIX + r"Starting vLLM (?:API )?server on ", re.M)
+_VLLM_READY = _rule('Starting vLLM', _PREFIX + r"Starting vLLM (?:API )?server on ", re.M)
 
 # SGLang (0.5.23 wheel)
-_SGL_ARGS = re.compile(_PREFIX + r"server_args=(\{.*\}|ServerArgs\(.*\))\s*$", re.M)  # srt/entrypoints/engine.py:311
-_SGL_KV = re.compile(_PREFIX + r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+)", re.M)  # mem_cache/memory_pool.py
-_SGL_POOL = re.compile(_PREFIX + r"max_total_num_tokens=(\d+), .*?max_running_requests=(\d+), context_len=(\d+)", re.M)
-_SGL_WEIGHTS = re.compile(_PREFIX + r"Load weight end\..*?mem usage=([\d.]+) GB", re.M)
-_SGL_GRAPH = re.compile(  # model_runner_components/cuda_graph_setup.py:696 (and the decode graph's line)
+_SGL_ARGS = _rule('server_args=', _PREFIX + r"server_args=(\{.*\}|ServerArgs\(.*\))\s*$", re.M)  # srt/entrypoints/engine.py:311
+_SGL_KV = _rule('KV Cache is allocated', _PREFIX + r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+)", re.M)  # mem_cache/memory_pool.py
+_SGL_POOL = _rule('max_total_num_tokens=', _PREFIX + r"max_total_num_tokens=(\d+), .*?max_running_requests=(\d+), context_len=(\d+)", re.M)
+_SGL_WEIGHTS = _rule('Load weight end', _PREFIX + r"Load weight end\..*?mem usage=([\d.]+) GB", re.M)
+_SGL_GRAPH = _rule('graph end',   # model_runner_components/cuda_graph_setup.py:696 (and the decode graph's line)
     _PREFIX + r"Capture (?:[\w ]*?)cuda graph end\. .*?mem usage=([\d.]+) GB", re.M | re.I)
-_SGL_GRAPH_START = re.compile(_PREFIX + r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
-_SGL_GRAPH_OFF = re.compile(_PREFIX + r"(Cuda graph is disabled .*)$", re.M)
-_SGL_STATS = re.compile(  # managers/scheduler_components/metrics_reporter.py
+_SGL_GRAPH_START = _rule('graph begin', _PREFIX + r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
+_SGL_GRAPH_OFF = _rule('Cuda graph is disabled', _PREFIX + r"(Cuda graph is disabled .*)$", re.M)
+_SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py
     _PREFIX + r"Decode batch, #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?:.*?accept len: ([\d.]+),)?"
     r".*?#queue-req: (\d+)", re.M)
-_SGL_READY = re.compile(_PREFIX + r"The server is fired up and ready to roll", re.M)
+_SGL_READY = _rule('fired up', _PREFIX + r"The server is fired up and ready to roll", re.M)
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
-_WARNING = re.compile(r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
+_WARNING = _rule('WARNING ', r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
                       r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
-_PY_WARNING = re.compile(r"^\S+\.py:\d+: (\w*Warning: .+)$", re.M)
-_TRACEBACK = re.compile(_PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
+_PY_WARNING = _rule('Warning: ', r"^\S+\.py:\d+: (\w*Warning: .+)$", re.M)
+_TRACEBACK = _rule('Traceback (most recent call last)', _PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
     _PREFIX + r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit)(?::\s.*)?)$", re.M)
-_ARGPARSE = re.compile(r"^\S+(?: serve)?: error: (.+)$", re.M)
+_ARGPARSE = _rule(': error: ', r"^\S+(?: serve)?: error: (.+)$", re.M)
+#: How much of each end the engine is guessed from when no start-up line names it.
+_WINDOW = 64 * 1024
 #: At most this many distinct warnings, errors and traceback lines are kept as facts.
 MAX_ITEMS = 20
 MAX_TRACEBACK_LINES = 40
@@ -89,11 +104,21 @@ MAX_TRACEBACK_LINES = 40
 
 @dataclass
 class _Scan:
-    """The excerpt being built: which lines gave facts."""
+    """The log's text with fast, literal-first searching; remembers which lines gave facts (the excerpt).
 
-    text: str
-    starts: list[int]
+    Every pattern is paired with a literal its line must contain: ``str.find`` (C speed) finds the candidate
+    lines and the regular expression runs on those lines only, so a 2 MB excerpt of request lines costs a
+    few milliseconds per pattern instead of a full regex pass each.
+    """
+
+    lines: tuple[str, ...]
+    text: str = ""
+    starts: list[int] = field(default_factory=list)
     kept: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.text = "\n".join(self.lines)
+        self.starts = [0, *accumulate(len(line) + 1 for line in self.lines)][:len(self.lines)]
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset) - 1
@@ -103,20 +128,50 @@ class _Scan:
         self.kept.update(range(first, last + 1))
         return m
 
-    def all(self, pattern: re.Pattern[str]) -> list[re.Match[str]]:
-        return [self.keep(m) for m in pattern.finditer(self.text)]
+    def _candidates(self, keyword: str, *, reverse: bool = False) -> Iterator[int]:
+        seen = -1
+        if reverse:
+            end = len(self.text)
+            while (at := self.text.rfind(keyword, 0, end)) >= 0:
+                index = self.line_of(at)
+                yield index
+                end = self.starts[index]
+            return
+        pos = 0
+        while (at := self.text.find(keyword, pos)) >= 0:
+            index = self.line_of(at)
+            if index != seen:
+                seen = index
+                yield index
+            pos = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.text)
 
-    def last(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
-        found = deque(pattern.finditer(self.text), maxlen=1)
-        return self.keep(found[0]) if found else None
+    def all(self, rule: _Rule) -> list[tuple[int, re.Match[str]]]:
+        found = []
+        for index in self._candidates(rule.keyword):
+            m = rule.pattern.search(self.lines[index])
+            if m:
+                self.kept.add(index)
+                found.append((index, m))
+        return found
 
-    def first(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
-        found = pattern.search(self.text)
-        return self.keep(found) if found else None
+    def last(self, rule: _Rule) -> re.Match[str] | None:
+        for index in self._candidates(rule.keyword, reverse=True):
+            m = rule.pattern.search(self.lines[index])
+            if m:
+                self.kept.add(index)
+                return m
+        return None
+
+    def first(self, rule: _Rule) -> re.Match[str] | None:
+        for index in self._candidates(rule.keyword):
+            m = rule.pattern.search(self.lines[index])
+            if m:
+                self.kept.add(index)
+                return m
+        return None
 
     def line(self, index: int) -> str:
-        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
-        return self.text[self.starts[index]:end]
+        return self.lines[index]
 
 
 @dataclass(frozen=True)
@@ -129,19 +184,18 @@ class LogReading:
 
 def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None = None) -> LogReading:
     """Facts from a log; ``signatures`` (cause id → [{pattern, engine}]) name the causes the log shows."""
-    text = _redact("\n".join(log.lines))
-    starts = [0]
-    for m in re.finditer("\n", text):
-        starts.append(m.end())
-    scan = _Scan(text, starts)
+    scan = _Scan(log.lines)
     facts = Facts()
-    src = f"log {log.label.removeprefix('--log ')}"
+    src = f"log {_redact(log.label.removeprefix('--log '))}"
 
+    # The log is searched as it is and what is kept is redacted: every value here, and every excerpt line
+    # (redacting 2 MB of request lines first would cost a second; a replay parses the redacted lines and
+    # reaches the same values, tests/test_logs.py).
     def put(key: str, value: Any, what: str) -> None:
         if value is None:  # unknown, with the reason
             facts.error(key, f"{src}: {what}")
         else:
-            facts.set(key, value, f"{src}: {what}", observed=True)
+            facts.set(key, _redact_value(value), f"{src}: {what}", observed=True)
 
     put("log.bytes", log.total_bytes, "size")
     if log.skipped_bytes:
@@ -154,7 +208,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     _problems(scan, put)
     if signatures:
         _signatures(scan, put, engine, signatures)
-    lines = [scan.line(i) for i in sorted(scan.kept)]
+    lines = [_redact(scan.line(i)) for i in sorted(scan.kept)]
     excerpt = {"label": log.label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes,
                "lines": lines}
     return LogReading(facts, excerpt)
@@ -173,10 +227,11 @@ def _engine(scan: _Scan, put: Any) -> str | None:
     if scan.first(_SGL_ARGS) or scan.first(_SGL_STATS) or scan.first(_SGL_KV):
         put("log.engine", "sglang", "SGLang's start-up lines")
         return "sglang"
-    if _SGL_MARK.search(scan.text) or _SGL_LINE.search(scan.text):
+    window = scan.text[:_WINDOW] + scan.text[-_WINDOW:]
+    if _SGL_MARK.search(window) or _SGL_LINE.search(window):
         put("log.engine", "sglang", "SGLang's line format or paths in the log")
         return "sglang"
-    if _VLLM_LINE.search(scan.text) or "/vllm/" in scan.text:
+    if _VLLM_LINE.search(window) or "/vllm/" in window:
         put("log.engine", "vllm", "vLLM's line format or paths in the log")
         return "vllm"
     return None
@@ -187,6 +242,7 @@ def _vllm(scan: _Scan, put: Any) -> None:
     if m:
         args = _literal(m.group(1))
         if isinstance(args, dict):
+            args = _redact_value(args)  # the command rebuilt below must not carry a secret either
             put("log.args", args, "non-default args")
             model = args.get("model_tag") or args.get("model")
             if isinstance(model, str):
@@ -263,7 +319,7 @@ def _sglang(scan: _Scan, put: Any) -> None:
     off = scan.last(_SGL_GRAPH_OFF)
     if graphs:
         put("log.cuda_graph", "captured", "Capture cuda graph end")
-        put("log.cuda_graph_gib", round(sum(float(g.group(1)) for g in graphs) * 1e9 / 2**30, 3),
+        put("log.cuda_graph_gib", round(sum(float(g.group(1)) for _, g in graphs) * 1e9 / 2**30, 3),
             "Capture cuda graph end (GB)")
     elif scan.last(_SGL_GRAPH_START):
         put("log.cuda_graph", "capturing", "capture began, never ended")
@@ -281,28 +337,24 @@ def _sglang(scan: _Scan, put: Any) -> None:
 
 def _problems(scan: _Scan, put: Any) -> None:
     warnings: list[str] = []
-    for m in [*_WARNING.finditer(scan.text), *_PY_WARNING.finditer(scan.text)]:
+    for _, m in [*scan.all(_WARNING), *scan.all(_PY_WARNING)]:
         message = m.group(1).strip()
         if message not in warnings and len(warnings) < MAX_ITEMS:
-            scan.keep(m)
             warnings.append(message)
     if warnings:
         put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
-    errors: list[str] = []
-    for m in [*_EXCEPTION.finditer(scan.text), *_ARGPARSE.finditer(scan.text)]:
-        errors.append((m.start(), m.group(1).strip()))  # type: ignore[arg-type]
+    errors = sorted({(index, m.group(1).strip()) for keyword in ("Error", "Exception", "Exit")
+                     for index, m in scan.all(_rule(keyword, _EXCEPTION.pattern, _EXCEPTION.flags))}
+                    | {(index, m.group(1).strip()) for index, m in scan.all(_ARGPARSE)})
     if errors:
-        errors.sort()
-        for offset, _ in errors:
-            scan.kept.add(scan.line_of(offset))
         distinct = list(dict.fromkeys(e for _, e in errors))
         put("log.errors", distinct[-MAX_ITEMS:], "exception lines (distinct, in order)")
         put("log.error", errors[-1][1], "the last exception line")
     tb = scan.last(_TRACEBACK)
     if tb:
-        first = scan.line_of(tb.start())
-        end = next((i for i in range(first, len(scan.starts)) if _EXCEPTION.fullmatch(scan.line(i))
-                    or _EXCEPTION.match(scan.line(i))), min(first + MAX_TRACEBACK_LINES, len(scan.starts) - 1))
+        first = next(scan._candidates(_TRACEBACK.keyword, reverse=True))
+        end = next((i for i in range(first, len(scan.lines)) if _EXCEPTION.match(scan.line(i))),
+                   min(first + MAX_TRACEBACK_LINES, len(scan.lines) - 1))
         lines = [_strip_prefix(scan.line(i)) for i in range(first, end + 1)]
         scan.kept.update(range(first, end + 1))
         if len(lines) > MAX_TRACEBACK_LINES:
@@ -337,6 +389,17 @@ def _redact(text: str) -> str:
     return redact_text(_TOKEN_COUNT.sub(rf"\1{_GUARD}\2", text)).replace(_GUARD, "")
 
 
+def _redact_value(value: Any) -> Any:
+    """A fact's value with secrets masked: by key in a dict (``'api_key': …``), by shape in text."""
+    if isinstance(value, str):
+        return _redact(value)
+    if isinstance(value, list):
+        return [_redact_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in redact_obj(value).items()}
+    return value
+
+
 def _strip_prefix(line: str) -> str:
     return re.sub(_PREFIX, "", line, count=1)
 
@@ -352,7 +415,7 @@ def _literal(text: str) -> Any:
 
 
 def _literal_args(scan: _Scan) -> dict[str, Any]:
-    m = _SGL_ARGS.search(scan.text)
+    m = scan.last(_SGL_ARGS)
     return _sglang_all_args(m.group(1)) if m else {}
 
 

@@ -19,10 +19,10 @@ from typing import BinaryIO
 from doctor.errors import InputError
 
 #: Bytes kept from the start and from the end of a log. vLLM's start-up (banner, arguments, engine config,
-#: memory profile, CUDA graphs, routes) is 40-60 kB; a traceback of a dead engine with several workers a few
-#: hundred kB. Larger caps only cost time in the line scan.
-HEAD_BYTES = 2 * 1024 * 1024
-TAIL_BYTES = 2 * 1024 * 1024
+#: memory profile, CUDA graphs, routes) is 40-60 kB for one worker; a dead engine's tracebacks from eight
+#: workers some 100 kB. Larger caps only cost time in the line scan.
+HEAD_BYTES = 1024 * 1024
+TAIL_BYTES = 1024 * 1024
 _CHUNK = 1 << 20
 #: A NUL byte this early means a binary file (a core dump, an archive), never a log.
 _SNIFF = 4096
