@@ -115,6 +115,11 @@ class _Scan:
     text: str = ""
     starts: list[int] = field(default_factory=list)
     kept: set[int] = field(default_factory=set)
+    #: excerpt lines written differently from the log: an argument dict, re-printed from its redacted value
+    #: (redacting its text would turn ``'api_key': None`` into a masked value the replay could not read)
+    rewritten: dict[int, str] = field(default_factory=dict)
+    #: the line index of the last match ``last`` returned
+    where: int = -1
 
     def __post_init__(self) -> None:
         self.text = "\n".join(self.lines)
@@ -159,8 +164,14 @@ class _Scan:
             m = rule.pattern.search(self.lines[index])
             if m:
                 self.kept.add(index)
+                self.where = index
                 return m
         return None
+
+    def rewrite_literal(self, m: re.Match[str], value: Any) -> None:
+        """The excerpt keeps the line of ``m`` (from ``last``) with its literal replaced by ``value``'s repr."""
+        line = self.lines[self.where]
+        self.rewritten[self.where] = line[:m.start(1)] + repr(value) + line[m.end(1):]
 
     def first(self, rule: _Rule) -> re.Match[str] | None:
         for index in self._candidates(rule.keyword):
@@ -208,7 +219,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     _problems(scan, put)
     if signatures:
         _signatures(scan, put, engine, signatures)
-    lines = [_redact(scan.line(i)) for i in sorted(scan.kept)]
+    lines = [scan.rewritten.get(i) or _redact(scan.line(i)) for i in sorted(scan.kept)]
     excerpt = {"label": log.label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes,
                "lines": lines}
     return LogReading(facts, excerpt)
@@ -243,6 +254,7 @@ def _vllm(scan: _Scan, put: Any) -> None:
         args = _literal(m.group(1))
         if isinstance(args, dict):
             args = _redact_value(args)  # the command rebuilt below must not carry a secret either
+            scan.rewrite_literal(m, args)
             put("log.args", args, "non-default args")
             model = args.get("model_tag") or args.get("model")
             if isinstance(model, str):
@@ -289,7 +301,10 @@ def _vllm(scan: _Scan, put: Any) -> None:
 def _sglang(scan: _Scan, put: Any) -> None:
     m = scan.last(_SGL_ARGS)
     if m:
-        args = _sglang_args(m.group(1))
+        full = _redact_value(_sglang_all_args(m.group(1)))
+        if full:
+            scan.rewrite_literal(m, full)
+        args = _sglang_args(full)
         if args:
             put("log.args", args, "server_args as resolved at start-up, where they differ from the defaults")
             if isinstance(args.get("model_path"), str):
@@ -441,9 +456,8 @@ def _is_literal(node: ast.AST) -> bool:
     return True
 
 
-def _sglang_args(text: str) -> dict[str, Any]:
+def _sglang_args(args: dict[str, Any]) -> dict[str, Any]:
     """SGLang prints every argument; keep those that differ from this release's defaults (the catalog's)."""
-    args = _sglang_all_args(text)
     if not args:
         return {}
     from doctor.engines.catalog import load_catalog
