@@ -60,6 +60,9 @@ def derive_from_log(facts: Facts) -> None:
             value = stats.value.get(field)
             if isinstance(value, (int, float)) and key not in facts:
                 facts.set(key, value, f"{stats.source} ({field})", observed=True)
+    cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
+    if cap is not None and "launch.max_num_seqs" not in facts:
+        facts.set("launch.max_num_seqs", cap.value, cap.source)
     rate = facts.fact("log.spec_accept_rate")
     if rate is not None and "metrics.spec_accept_rate" not in facts:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
