@@ -118,7 +118,9 @@ def run_check(opts: CheckOptions) -> CheckRun:
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
-    unreachable = () if active_ran else ("active",)
+    # Without a log, the branches only a log can decide are not "could not check" lines on every run.
+    unreachable = (() if active_ran else ("active",)) + \
+        (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 

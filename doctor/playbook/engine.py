@@ -44,6 +44,7 @@ HINTS = {
     "active": "re-run with --active (sends a few small requests to the server)",
     "process": "run on the server's host, or pass --pid",
     "probe": "see the probe errors above",
+    "log": "pass --log FILE (the server's log; '-' reads standard input)",
 }
 
 
