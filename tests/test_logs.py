@@ -309,3 +309,26 @@ def test_targets_log_key_is_read_per_target(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     [target] = doc["targets"]
     assert "attention-config-unsupported" in {f["id"] for f in target["findings"]}
+
+
+@requires_shared
+def test_without_a_log_nothing_waits_for_one() -> None:
+    """No --log: the log-only branches are not listed as "could not check" on every run; with one, they run."""
+    doc = _check_json("--metrics", str(SHARED_FIXTURES / "metrics" / "vllm_2.prom"))
+    assert not any(k.startswith("log.") for u in doc["unchecked"] for k in u["missing"])
+    assert "log.causes" not in doc["facts"]
+
+
+def test_argparse_refusal_named_from_the_log_line(tmp_path: Path) -> None:
+    """Scenario: the two lines CPython's argparse prints when `vllm serve` refuses a flag (the message is
+    argparse's own, Lib/argparse.py; the flags are made up). No command could be read, so the finding quotes
+    the line instead of leaving a template gap."""
+    path = tmp_path / "refused.log"
+    path.write_text("usage: vllm serve [model_tag] [options]\n"
+                    "vllm serve: error: unrecognized arguments: --tp 8 --expert-parallel\n")
+    doc = _check_json("--log", str(path))
+    [finding] = [f for f in doc["findings"] if f["id"] == "unknown-flag"]
+    assert finding["confidence"] == "high"
+    assert finding["what"] == 'The server log shows it: "vllm serve: error: unrecognized arguments: --tp 8 --expert-parallel"'
+    assert "?>" not in finding["fix"] and "(those in the log line)" in finding["fix"]
+    assert doc["facts"]["log.error"]["value"] == "unrecognized arguments: --tp 8 --expert-parallel"

@@ -348,6 +348,7 @@ def _sglang(scan: _Scan, put: Any) -> None:
             stats["spec_accept_length"] = float(m.group(4))
         put("log.stats", stats, "the last Decode batch line")
     put("log.started", bool(scan.last(_SGL_READY)), "'The server is fired up and ready to roll'")
+    put("log.version", None, "SGLang does not print its version at start-up (ask GET /version or /server_info)")
 
 
 def _problems(scan: _Scan, put: Any) -> None:
