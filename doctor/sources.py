@@ -208,6 +208,10 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     so a fix must use the spelling of the catalog the command was read with.
     """
     out = Facts()
+    if command.engine == "vllm":  # --cuda-graph-sizes until 0.11, --cudagraph-capture-sizes from 0.13
+        modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
+        out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
+                f"engine catalog vllm {command.catalog.version}")
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
         modern = command.catalog.resolve("--attn-dp-size") is not None

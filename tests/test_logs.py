@@ -332,3 +332,17 @@ def test_argparse_refusal_named_from_the_log_line(tmp_path: Path) -> None:
     assert finding["what"] == 'The server log shows it: "vllm serve: error: unrecognized arguments: --tp 8 --expert-parallel"'
     assert "?>" not in finding["fix"] and "(those in the log line)" in finding["fix"]
     assert doc["facts"]["log.error"]["value"] == "unrecognized arguments: --tp 8 --expert-parallel"
+
+
+@pytest.mark.parametrize("log, command, version, spelled", [
+    ("vllm-cudagraph-capture-oom.log", "vllm serve Qwen/Qwen3-8B", "0.11.0", "--cuda-graph-sizes 1 2 4"),
+    ("vllm-cudagraph-capture-oom.log", "vllm serve Qwen/Qwen3-8B", "0.33.0", "--cudagraph-capture-sizes 1 2 4"),
+    ("sglang-cudagraph-capture-oom.log", "python -m sglang.launch_server --model-path Qwen/Qwen3-8B", "0.5.8",
+     "--cuda-graph-max-bs 16"),
+    ("sglang-cudagraph-capture-oom.log", "python -m sglang.launch_server --model-path Qwen/Qwen3-8B", "0.5.23",
+     "--cuda-graph-max-bs-decode 16"),
+])
+def test_graph_capture_fix_uses_the_releases_spelling(log: str, command: str, version: str, spelled: str) -> None:
+    doc = _check_json("--log", str(PUBLIC / log), "--command", command, "--engine-version", version)
+    [finding] = [f for f in doc["findings"] if f["id"] == "cuda-graph-capture-oom"]
+    assert spelled in finding["fix"]
