@@ -108,14 +108,18 @@ def derive_kv_override(facts: Facts) -> None:
             if value not in (None, "", "None"):
                 found.append(f'{label}="{value}"')
                 sources.append(config.source)
+    logged = facts.fact("log.kv_override")
+    if logged is not None:
+        found.extend(logged.value)
+        sources.append(logged.source)
     for dest in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "max_total_tokens"):
         flag = facts.fact(f"launch.flags.{dest}")
-        if flag is not None and flag.value not in (None, "") and not any(f.startswith(dest) for f in found):
+        if flag is not None and flag.value not in (None, "") and not any(dest in f for f in found):
             found.append(f"{dest}={flag.value}")
             sources.append(flag.source)
     if found:
         facts.set("capacity.kv_override", found, "; ".join(dict.fromkeys(sources)))
-    elif config is not None or "launch.engine" in facts:
+    elif config is not None or "launch.engine" in facts or "log.engine" in facts:
         facts.set("capacity.kv_override", [], "derived: no KV size override in cache_config_info or the command")
 
 
@@ -184,6 +188,10 @@ def derive_hybrid_block_size(facts: Facts) -> None:
     vLLM's hybrid KV cache manager sets attention block size = 16 × ceil(state page / (16 × attention bytes per
     token)), per layer (seed "How vLLM Solved It"; e.g. 544 tokens for Qwen3-Next-80B in BF16).
     """
+    logged = facts.fact("log.block_size")
+    if logged is not None:  # what the engine set beats what it should have set
+        facts.set("engine.block_size", logged.value, logged.source, observed=True)
+        return
     if facts.get("model.attention") != "hybrid" or facts.get("launch.engine") not in (None, "vllm"):
         return
     kv_layers = facts.get("model.layers.kv")

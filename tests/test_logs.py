@@ -115,12 +115,51 @@ _EXPECTED = {"vllm-cudagraph-capture-oom.log": "cuda-graph-capture-oom",
              "vllm-nccl-error-2.log": "nccl-init-failed"}
 
 
+#: excerpts of healthy GPU start-ups: the facts each must give (and no finding of its own)
+_FACTS = {"vllm-attention-backend.log": {"log.attention_backend": "FLASH_ATTN"},
+          "vllm-hybrid-block-size.log": {"log.block_size": 1568, "log.weights_gib": 17.7},
+          "vllm-kv-blocks-override.log": {"log.kv_override": ["num_gpu_blocks_override=512 (measured: 0 blocks)"],
+                                          "log.cuda_graph": "estimated", "log.cuda_graph_gib": 0.73},
+          "vllm-0.6-memory-profile.log": {"log.weights_gib": 7.51, "log.kv_cache_gib": 3.76,
+                                          "log.gpu_memory_utilization": 0.9, "log.max_concurrency": 1.54}}
+
+
 def test_every_public_excerpt_is_cited() -> None:
     sources = (PUBLIC / "SOURCES.md").read_text()
-    assert {p.name for p in PUBLIC.glob("*.log")} == set(_EXPECTED)
-    for name, cause in _EXPECTED.items():
+    assert {p.name for p in PUBLIC.glob("*.log")} == set(_EXPECTED) | set(_FACTS)
+    for name in [*_EXPECTED, *_FACTS]:
         row = next(line for line in sources.splitlines() if line.startswith(f"| {name} "))
-        assert "https://github.com/" in row and cause in row
+        assert "https://github.com/" in row and (_EXPECTED.get(name) or "none (facts") in row
+
+
+@pytest.mark.parametrize("name", sorted(_FACTS))
+def test_public_startup_excerpt_facts(name: str) -> None:
+    reading = read_log_input(str(PUBLIC / name))
+    facts = {f.key: f.value for f in reading.facts}
+    assert {k: facts.get(k) for k in _FACTS[name]} == _FACTS[name]
+    assert facts["log.engine"] == "vllm" and facts["log.causes"] == []
+    assert "log.started" not in facts and "ready" in reading.facts.unknown_reason("log.started")
+
+
+def test_the_engines_block_size_beats_the_computed_one() -> None:
+    """Measured beats computed: the block size vLLM logged is engine.block_size, whatever the arithmetic says."""
+    from doctor.derive import derive_all
+
+    facts = read_log_input(str(PUBLIC / "vllm-hybrid-block-size.log")).facts
+    for key, value in (("model.attention", "hybrid"), ("model.layers.kv", 12), ("model.layers.linear", 36),
+                       ("model.kv_bytes_per_token", 24576), ("model.state_bytes_per_sequence", 216268800),
+                       ("launch.engine", "vllm")):
+        facts.set(key, value, "scenario: a hybrid model whose computed block differs")
+    derive_all(facts)
+    block = facts.fact("engine.block_size")
+    assert block.value == 1568 and block.observed and "vllm-hybrid-block-size.log" in block.source
+
+
+def test_a_logged_block_override_is_a_hand_set_kv_size() -> None:
+    from doctor.derive import derive_all
+
+    facts = derive_all(read_log_input(str(PUBLIC / "vllm-kv-blocks-override.log")).facts)
+    assert facts.get("capacity.kv_override") == ["num_gpu_blocks_override=512 (measured: 0 blocks)"]
 
 
 @pytest.mark.parametrize("name", sorted(_EXPECTED))

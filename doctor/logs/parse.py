@@ -70,6 +70,19 @@ _VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
 _VLLM_SPEC = _rule('SpecDecoding metrics',   # v1/spec_decode/metrics.py:121
     _PREFIX + r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
     re.M)
+_VLLM_BLOCK = _rule("Setting attention block size to",  # platforms/interface.py:1097 (hybrid models)
+                    _PREFIX + r"Setting attention block size to (\d+) tokens")
+_VLLM_OVERRIDE = _rule("num_gpu_blocks_override",  # v1/core/kv_cache_utils.py:2620
+                       _PREFIX + r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)")
+_VLLM_KV_BYTES = _rule("as specified by kv_cache_memory_bytes",  # v1/worker/gpu_worker.py:659
+                       r"reserved ([\d.]+) ?GiB memory for KV Cache as specified by kv_cache_memory_bytes")
+_VLLM_GRAPH_ESTIMATE = _rule("Estimated CUDA graph memory",  # v1/worker/gpu_model_runner.py:6475
+                             _PREFIX + r"Estimated CUDA graph memory: ([\d.]+) GiB")
+_VLLM_V0_PROFILE = _rule("the rest of the memory reserved for KV Cache",  # V0 worker.py (0.6)
+                         r"model weights take ([\d.]+) ?GiB;.*the rest of the memory reserved for KV Cache is "
+                         r"([\d.]+) ?GiB")
+_VLLM_UTILIZATION = _rule("x gpu_memory_utilization (",
+                          r"total_gpu_memory \(([\d.]+) ?GiB\) x gpu_memory_utilization \(([\d.]+)\)")
 _VLLM_READY = _rule('Starting vLLM', _PREFIX + r"Starting vLLM (?:API )?server on ", re.M)
 
 # SGLang (0.5.23 wheel)
@@ -217,6 +230,10 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     elif engine == "sglang":
         _sglang(scan, put)
     _problems(scan, put)
+    if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
+        put("log.started", False if "log.error" in facts else None,
+            "an error, and no line saying the server is ready" if "log.error" in facts
+            else "no line saying the server is ready in the part of the log read")
     if signatures:
         _signatures(scan, put, engine, signatures)
     lines = [scan.rewritten.get(i) or _redact(scan.line(i)) for i in sorted(scan.kept)]
@@ -273,17 +290,43 @@ def _vllm(scan: _Scan, put: Any) -> None:
     if m:
         put("log.attention_backend", m.group(1), "attention backend chosen")
     m = scan.last(_VLLM_WEIGHTS)
+    profile = scan.last(_VLLM_V0_PROFILE)
     if m:
         put("log.weights_gib", float(m.group(1)), "model loading")
+    elif profile:
+        put("log.weights_gib", float(profile.group(1)), "memory profile: model weights")
     m = scan.last(_VLLM_KV_MEMORY) or scan.last(_VLLM_CPU_KV_MEMORY)
     if m:
         put("log.kv_cache_gib", float(m.group(1)), "KV cache memory")
+    elif profile:
+        put("log.kv_cache_gib", float(profile.group(2)), "memory profile: reserved for KV cache")
+    m = scan.last(_VLLM_UTILIZATION)
+    if m:
+        put("log.gpu_memory_gib", float(m.group(1)), "memory profile: total_gpu_memory")
+        put("log.gpu_memory_utilization", float(m.group(2)), "memory profile: gpu_memory_utilization")
+    m = scan.last(_VLLM_BLOCK)
+    if m:
+        put("log.block_size", int(m.group(1)), "attention block size set for the hybrid model")
+    overrides = []
+    m = scan.last(_VLLM_OVERRIDE)
+    if m:
+        overrides.append(f"num_gpu_blocks_override={m.group(2)} (measured: {m.group(1)} blocks)")
+    m = scan.last(_VLLM_KV_BYTES)
+    if m:
+        overrides.append(f"kv_cache_memory_bytes ({m.group(1)} GiB)")
+    if overrides:
+        put("log.kv_override", overrides, "KV size set by hand, as the engine logged it")
     graphs = scan.last(_VLLM_GRAPHS)
+    estimate = scan.last(_VLLM_GRAPH_ESTIMATE)
     if graphs:
         put("log.cuda_graph", "captured", "graph capturing finished")
         put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
     elif scan.last(_VLLM_GRAPH_START):
         put("log.cuda_graph", "capturing", "capture started, never finished")
+    elif estimate:
+        put("log.cuda_graph", "estimated", "CUDA graph memory estimated before capture")
+    if estimate and not graphs:
+        put("log.cuda_graph_gib", float(estimate.group(1)), "estimated CUDA graph memory")
     m = scan.last(_VLLM_STATS)
     if m:
         stats = {"running": int(m.group(4)), "waiting": int(m.group(5)), "kv_usage": float(m.group(6)) / 100}
@@ -295,7 +338,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
         put("log.spec_accept_length", float(m.group(1)), "SpecDecoding metrics")
         put("log.spec_accept_rate", round(int(m.group(2)) / int(m.group(3)), 4), "SpecDecoding metrics "
             "accepted / drafted")
-    put("log.started", bool(scan.last(_VLLM_READY)), "'Starting vLLM server on'")
+    if scan.last(_VLLM_READY):
+        put("log.started", True, "'Starting vLLM server on'")
 
 
 def _sglang(scan: _Scan, put: Any) -> None:
@@ -347,7 +391,8 @@ def _sglang(scan: _Scan, put: Any) -> None:
         if m.group(4) is not None:
             stats["spec_accept_length"] = float(m.group(4))
         put("log.stats", stats, "the last Decode batch line")
-    put("log.started", bool(scan.last(_SGL_READY)), "'The server is fired up and ready to roll'")
+    if scan.last(_SGL_READY):
+        put("log.started", True, "'The server is fired up and ready to roll'")
     put("log.version", None, "SGLang does not print its version at start-up (ask GET /version or /server_info)")
 
 
