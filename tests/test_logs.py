@@ -385,3 +385,8 @@ def test_graph_capture_fix_uses_the_releases_spelling(log: str, command: str, ve
     doc = _check_json("--log", str(PUBLIC / log), "--command", command, "--engine-version", version)
     [finding] = [f for f in doc["findings"] if f["id"] == "cuda-graph-capture-oom"]
     assert spelled in finding["fix"]
+
+
+def test_one_standard_input_for_one_input() -> None:
+    result = run_cli("check", "--log", "-", "--command-file", "-", input="x\n")
+    assert result.returncode == 2 and "both read standard input" in result.stderr

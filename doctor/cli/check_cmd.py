@@ -126,6 +126,12 @@ def log_option(f: F) -> F:
                              "secrets redacted.")(f)
 
 
+def _log_input(log_file: str | None, command_file: str | None) -> str | None:
+    if log_file == "-" and command_file == "-":
+        raise InputError("--log - and --command-file - both read standard input: give one of them a file")
+    return log_file
+
+
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, workload: Any) -> Any:
@@ -184,7 +190,7 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                        nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature))
-    offline.log = log_file
+    offline.log = _log_input(log_file, command_file)
     if not (endpoint or snapshot_file or any((offline.command, offline.config, offline.gpu, offline.metrics,
                                               offline.server_info, offline.nvidia_smi, offline.log))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
@@ -250,7 +256,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
     offline = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
                        Workload(context, users, reproducible, text_only, temperature))
-    offline.log = log_file
+    offline.log = _log_input(log_file, command_file)
     inputs = snapshot_inputs(offline)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     target = Target.parse(endpoint)

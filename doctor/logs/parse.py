@@ -243,11 +243,12 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
 
 
 def _engine(scan: _Scan, put: Any) -> str | None:
-    for pattern in (_VLLM_BANNER, _VLLM_ENGINE, _VLLM_OLD_VERSION):
+    for pattern, what in ((_VLLM_BANNER, "the start-up banner"), (_VLLM_ENGINE, "'Initializing a V1 LLM engine'"),
+                          (_VLLM_OLD_VERSION, "'vLLM API server version'")):
         m = scan.first(pattern)
         if m:
-            put("log.engine", "vllm", "vLLM's start-up lines")
-            put("log.version", m.group(1).lstrip("v"), m.group(0).strip()[-120:])
+            put("log.engine", "vllm", what)
+            put("log.version", m.group(1).lstrip("v"), what)
             return "vllm"
     if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS):
         put("log.engine", "vllm", "vLLM's start-up lines")
