@@ -313,6 +313,8 @@ def test_a_broken_recorded_excerpt_is_one_line(tmp_path: Path) -> None:
     (lambda p: p / "missing.log", "no such file"),
     (lambda p: p, "is a directory"),
     (lambda p: (p / "core").write_bytes(b"\x7fELF\x00\x00\x00" * 10) and p / "core", "binary data"),
+    (lambda p: (p / "server.log.1.gz").write_bytes(__import__("gzip").compress(b"INFO x\n")) and p / "server.log.1.gz",
+     "zcat FILE | llmdoctor check --log -"),
 ])
 def test_bad_log_is_one_line_exit_2(tmp_path: Path, make, message: str) -> None:
     target = make(tmp_path)
@@ -390,3 +392,18 @@ def test_graph_capture_fix_uses_the_releases_spelling(log: str, command: str, ve
 def test_one_standard_input_for_one_input() -> None:
     result = run_cli("check", "--log", "-", "--command-file", "-", input="x\n")
     assert result.returncode == 2 and "both read standard input" in result.stderr
+
+
+@requires_shared
+@pytest.mark.parametrize("wrap", ["Dec 01 12:41:11 gpu-node-7 vllm[25276]: ", "2026-12-01T12:41:11.123456789Z ",
+                                  "vllm-1  | "])
+def test_collector_prefixes_change_nothing(tmp_path: Path, wrap: str) -> None:
+    """Scenario: the real engine-death log as journald, `kubectl logs --timestamps` and docker compose hand it
+    over (each real line with the collector's prefix added)."""
+    source = VLLM / "headdim16-crash-before" / "server.log"
+    wrapped = tmp_path / "wrapped.log"
+    wrapped.write_text("".join(wrap + line + "\n" for line in source.read_text().splitlines()))
+    plain, collected = _facts(source), _facts(wrapped)
+    for key in ("log.engine", "log.version", "log.launch_command", "log.kv_cache_tokens", "log.error", "log.causes",
+                "log.started", "log.warnings"):
+        assert collected.get(key) == plain.get(key), key

@@ -23,16 +23,20 @@ from doctor.facts import Facts
 from doctor.logs.read import LogText
 from doctor.redact import redact_obj, redact_text
 
+#: What a log collector puts before the engine's own line: journald's short format (``Dec 01 12:41:11 host
+#: vllm[123]: ``), an RFC 3339 timestamp (``kubectl logs --timestamps``, Loki), docker compose's ``svc  | ``.
+_OUTER = (r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
+          r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) )?(?:[\w.-]+ +\| )?")
 #: What one line may carry before the message: vLLM's ``(Worker pid=1) INFO 12-01 12:41:11 [file.py:12] `` and
 #: SGLang's ``[2026-12-01 13:28:54 TP0] ``.
-_PREFIX = (r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?"
+_PREFIX = (r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?"
            r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d-]+ [\d:.]+ (?:\[[^\]\n]*\]|[\w.]+:\d+\]) )?"
            r"(?:\[\d{4}-\d\d-\d\d [\d:]+[^\]\n]*\] )?")
 #: vLLM's own line format (``INFO 12-01 12:41:11 [file.py:12]``; before 0.8 without the brackets' opening).
-_VLLM_LINE = re.compile(r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:INFO|WARNING|ERROR) "
+_VLLM_LINE = re.compile(r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:INFO|WARNING|ERROR) "
                         r"\d\d-\d\d [\d:.]+ \[?[\w.]+\.py:\d+\]", re.M)
 #: SGLang's (``[2026-12-01 13:28:54 TP0] ``) — no level, a full date.
-_SGL_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [^\]\n]*)?\] ", re.M)
+_SGL_LINE = re.compile(r"^" + _OUTER + r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [^\]\n]*)?\] ", re.M)
 
 @dataclass(frozen=True)
 class _Rule:
@@ -101,13 +105,13 @@ _SGL_READY = _rule('fired up', _PREFIX + r"The server is fired up and ready to r
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
-_WARNING = _rule('WARNING ', r"^(?:[\w.-]+ +\| )?(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
+_WARNING = _rule('WARNING ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
                       r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
-_PY_WARNING = _rule('Warning: ', r"^\S+\.py:\d+: (\w*Warning: .+)$", re.M)
+_PY_WARNING = _rule('Warning: ', r"^" + _OUTER + r"\S+\.py:\d+: (\w*Warning: .+)$", re.M)
 _TRACEBACK = _rule('Traceback (most recent call last)', _PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
     _PREFIX + r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit)(?::\s.*)?)$", re.M)
-_ARGPARSE = _rule(': error: ', r"^\S+(?: serve)?: error: (.+)$", re.M)
+_ARGPARSE = _rule(': error: ', r"^" + _OUTER + r"\S+(?: serve)?: error: (.+)$", re.M)
 #: How much of each end the engine is guessed from when no start-up line names it.
 _WINDOW = 64 * 1024
 #: At most this many distinct warnings, errors and traceback lines are kept as facts.

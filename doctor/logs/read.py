@@ -88,6 +88,8 @@ def _from_stream(fh: BinaryIO, label: str) -> LogText:
 
 
 def _text(head: bytes, tail: bytes, total: int, label: str) -> LogText:
+    if head.startswith(b"\x1f\x8b"):  # a rotated log, gzip-compressed
+        raise InputError(f"{label}: gzip-compressed; decompress it into the pipe: zcat FILE | llmdoctor check --log -")
     if b"\x00" in head[:_SNIFF]:
         raise InputError(f"{label}: binary data, not a text log")
     skipped = total - len(head) - len(tail)
