@@ -418,7 +418,7 @@ def _problems(scan: _Scan, put: Any) -> None:
         put("log.error", errors[-1][1], "the last exception line")
     tb = scan.last(_TRACEBACK)
     if tb:
-        first = next(scan._candidates(_TRACEBACK.keyword, reverse=True))
+        first = scan.where
         end = next((i for i in range(first, len(scan.lines)) if _EXCEPTION.match(scan.line(i))),
                    min(first + MAX_TRACEBACK_LINES, len(scan.lines) - 1))
         lines = [_strip_prefix(scan.line(i)) for i in range(first, end + 1)]
