@@ -21,7 +21,7 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.logs.read import LogText
-from doctor.redact import redact_obj, redact_text
+from doctor.redact import is_secret_name, redact_obj, redact_text
 
 #: What a log collector puts before the engine's own line: journald's short format (``Dec 01 12:41:11 host
 #: vllm[123]: ``), an RFC 3339 timestamp (``kubectl logs --timestamps``, Loki), docker compose's ``svc  | ``.
@@ -185,10 +185,16 @@ class _Scan:
                 return m
         return None
 
-    def rewrite_literal(self, m: re.Match[str], value: Any) -> None:
-        """The excerpt keeps the line of ``m`` (from ``last``) with its literal replaced by ``value``'s repr."""
+    def rewrite_literal(self, m: re.Match[str], value: dict[str, Any]) -> None:
+        """The excerpt keeps the line of ``m`` (from ``last``) with its literal replaced by ``value``'s repr
+        (already redacted; a secret-named key whose value is no string — ``'api_key': None`` — is guarded, so a
+        later redaction pass cannot turn None into a masked string)."""
         line = self.lines[self.where]
-        self.rewritten[self.where] = line[:m.start(1)] + repr(value) + line[m.end(1):]
+        shown = repr(value)
+        for key, item in value.items():
+            if is_secret_name(key) and not isinstance(item, str) and repr(key) == f"'{key}'":
+                shown = shown.replace(f"'{key}': ", f"'{_guard_name(key)}': ")  # the character, not its escape
+        self.rewritten[self.where] = _redact_line(line[:m.start(1)]) + shown + _redact_line(line[m.end(1):])
 
     def first(self, rule: _Rule) -> re.Match[str] | None:
         for index in self._candidates(rule.keyword):
@@ -214,7 +220,8 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     """Facts from a log; ``signatures`` (cause id → [{pattern, engine}]) name the causes the log shows."""
     scan = _Scan(log.lines)
     facts = Facts()
-    src = f"log {_redact(log.label.removeprefix('--log '))}"
+    label = _redact(log.label)
+    src = f"log {label.removeprefix('--log ')}"
 
     # The log is searched as it is and what is kept is redacted: every value here, and every excerpt line
     # (redacting 2 MB of request lines first would cost a second; a replay parses the redacted lines and
@@ -240,9 +247,8 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
             else "no line saying the server is ready in the part of the log read")
     if signatures:
         _signatures(scan, put, engine, signatures)
-    lines = [scan.rewritten.get(i) or _redact(scan.line(i)) for i in sorted(scan.kept)]
-    excerpt = {"label": log.label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes,
-               "lines": lines}
+    lines = [scan.rewritten.get(i) or _redact_line(scan.line(i)) for i in sorted(scan.kept)]
+    excerpt = {"label": label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes, "lines": lines}
     return LogReading(facts, excerpt)
 
 
@@ -448,11 +454,23 @@ def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str,
 
 #: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``): numbers, not secrets named "token".
 _TOKEN_COUNT = re.compile(r"(#[\w-]*tok)(en: \d)")
-_GUARD = "\u2060"  # a word joiner between "tok" and "en" hides the name from redaction, and is taken out after
+#: A word joiner inside a name ("tok⁠en") hides it from redaction. Excerpt lines keep it — a snapshot redacts its
+#: extra section once more, and must find nothing left to change — and a replay takes it out (GUARD).
+GUARD = "\u2060"
+
+
+def _guard_name(name: str) -> str:
+    """Before the last letter: redaction reads a name up to the separator, so every tail it could read is cut."""
+    return name[:-1] + GUARD + name[-1:]
+
+
+def _redact_line(line: str) -> str:
+    """An excerpt line: redacted, the non-secrets that look like secrets guarded."""
+    return redact_text(_TOKEN_COUNT.sub(rf"\1{GUARD}\2", line))
 
 
 def _redact(text: str) -> str:
-    return redact_text(_TOKEN_COUNT.sub(rf"\1{_GUARD}\2", text)).replace(_GUARD, "")
+    return _redact_line(text).replace(GUARD, "")
 
 
 def _redact_value(value: Any) -> Any:

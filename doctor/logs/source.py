@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from doctor.errors import InputError
-from doctor.logs.parse import LogReading, log_facts
+from doctor.logs.parse import GUARD, LogReading, log_facts
 from doctor.logs.read import LogText, read_log
 
 #: A recorded excerpt holds the lines that gave facts; past this many it was not written by llmdoctor.
@@ -45,5 +45,6 @@ def excerpt_text(excerpt: Any, where: str = "extra.inputs.log") -> LogText:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InputError(f"{where}.{key}: expected a number of bytes")
     label = excerpt.get("label")
-    return LogText(label if isinstance(label, str) else "--log (recorded)", tuple(lines),
+    return LogText(label if isinstance(label, str) else "--log (recorded)",
+                   tuple(line.replace(GUARD, "") for line in lines),
                    excerpt.get("total_bytes", 0), excerpt.get("skipped_bytes", 0))
