@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
-from doctor.model.checkpoint import INDEX_FILE, CheckpointWeights, local_weights
+from doctor.model.checkpoint import CheckpointWeights, local_weights
 from doctor.model.config import (
     EXAMPLE_PREFIX,
     LoadedConfig,
@@ -131,14 +131,17 @@ def _chat_template(tokenizer_config: dict[str, Any] | None, jinja: Path | None, 
 
 # -- the Hub ---------------------------------------------------------------------------------------------------
 def _hub() -> tuple[Any, Any, str]:
-    """huggingface_hub's client (imported only now) with short timeouts, and the endpoint it will use."""
+    """huggingface_hub's client (imported only now) with short timeouts, and the endpoint it will use.
+
+    The endpoint is read from HF_ENDPOINT now rather than from huggingface_hub's constants, which freeze the
+    environment of their first import."""
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(int(HUB_TIMEOUT)))
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", str(int(HUB_TIMEOUT)))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import huggingface_hub
-    from huggingface_hub import constants
 
-    return huggingface_hub, huggingface_hub.HfApi(), constants.ENDPOINT
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    return huggingface_hub, huggingface_hub.HfApi(endpoint=endpoint), endpoint
 
 
 def _from_hub(repo: str) -> ResolvedModel:
@@ -150,7 +153,8 @@ def _from_hub(repo: str) -> ResolvedModel:
             raise ModelNotResolved(f"{repo}: the repo on the Hub ({_host(endpoint)}) has no config.json")
 
         def download(name: str) -> Path:
-            return Path(hub.hf_hub_download(repo, name, revision=info.sha, etag_timeout=HUB_TIMEOUT))
+            return Path(hub.hf_hub_download(repo, name, revision=info.sha, etag_timeout=HUB_TIMEOUT,
+                                            endpoint=endpoint, cache_dir=hf_hub_cache()))
 
         config_path = download("config.json")
         from doctor.inio import read_text_capped
@@ -202,10 +206,13 @@ def _host(endpoint: str) -> str:
 
 def _hub_failure(repo: str, endpoint: str, exc: BaseException) -> str:
     """One line for a failed Hub request: what happened and what to do, with no token in it."""
-    from huggingface_hub import errors
+    from huggingface_hub import errors, get_token
 
     host = _host(endpoint)
-    token = bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    try:  # HF_TOKEN, or the token `hf auth login` saved
+        token = bool(get_token())
+    except Exception:  # noqa: BLE001 — an unreadable token file is no token
+        token = False
     if isinstance(exc, errors.GatedRepoError):
         return (f"{repo}: gated on the Hub ({host}) and HF_TOKEN has no access to it (request access on its page)"
                 if token else f"{repo}: gated on the Hub ({host}); accept its licence there and set HF_TOKEN, "

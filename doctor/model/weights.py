@@ -179,16 +179,13 @@ def sized_card(card: ModelCard, *, checkpoint: CheckpointWeights | None, hf_quan
     --quantization, or its name — and says it assumed so; its own safetensors (the base weights) are not used.
     """
     own = card.quantization.weight_format if card.quantization else None
-    if same_checkpoint and checkpoint is not None:
-        return with_checkpoint(card, checkpoint)
     if same_checkpoint:
         served = served_format(config_method=own, served_name=None, launch_quantization=None, hf_quant=hf_quant)
-        if served is None:
-            return card
-        sized = with_served_format(card, *served)
-        return replace(sized, quantization=_SERVED[served[0]],
-                       weight_detail=sized.weight_detail.replace(", the config is not its own",
-                                                                 ", although config.json has no quantization_config"))
+        if served is not None:
+            sized = with_served_format(card, *served)
+            card = replace(sized, quantization=_SERVED[served[0]], weight_detail=sized.weight_detail.replace(
+                ", the config is not its own", ", although config.json has no quantization_config"))
+        return with_checkpoint(card, checkpoint) if checkpoint is not None else card
     served = served_format(config_method=own, served_name=served_name, launch_quantization=launch_quantization,
                            hf_quant=None)
     if served is None:

@@ -23,10 +23,10 @@ from doctor.plan.rules import rules
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
     from doctor.engines.families import Family
+    from doctor.model.weights import WeightPlan
     from doctor.plan.capacity import Capacity
     from doctor.plan.parallelism import Parallelism
     from doctor.plan.request import Demand
-    from doctor.model.weights import WeightPlan
 
 
 @dataclass(frozen=True)

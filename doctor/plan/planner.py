@@ -8,10 +8,11 @@ the engine version's catalog → the verdict: the playbooks over the command, th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doctor.model.weights import WeightPlan, plan_weights
 from doctor.plan.capacity import Capacity, Sizer, default_fraction, seed_method_users
 from doctor.plan.flags import (
     Delegation,
@@ -26,7 +27,6 @@ from doctor.plan.flags import (
 from doctor.plan.parallelism import Decision, Parallelism, choose
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
-from doctor.model.weights import WeightPlan, plan_weights
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
@@ -118,7 +118,7 @@ def make_plan(request: PlanRequest) -> Plan:
     gpu = parse_gpu_spec(request.gpu)
     sized = model_card(request.config, offline=request.offline)
     card = sized.card
-    request.config_raw = sized.resolved.config.raw  # the plan's own checks read it, not the Hub again
+    request = replace(request, config_raw=sized.resolved.config.raw)  # its checks read this, not the Hub again
     demand = demand_for(request, card.max_context, card.source)
     weights = plan_weights(card, request.weights_dtype, model_path=request.model_path)
     model_path = request.model_path or default_model_path(request.config)

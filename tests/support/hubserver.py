@@ -233,3 +233,73 @@ def config_repo(config: Path, *, gated: bool = False, extra: dict[str, HubFile] 
 def repo_id_of(fixture: Path) -> str:
     """``Qwen__Qwen3-8B.json`` → ``Qwen/Qwen3-8B`` (how ../shared/fixtures/configs names its files)."""
     return fixture.stem.removesuffix(".reconstructed").replace("__", "/", 1)
+
+
+def dense_tensors(config: dict, fmt: str = "BF16") -> list[tuple[str, str, list[int]]]:
+    """A *scenario* tensor list for a dense Llama/Qwen-style checkpoint with ``config``'s shapes, named as
+    Hugging Face writes them. ``fmt``: BF16, FP8 (128×128 block scales, ``weight_scale_inv`` F32, as
+    DeepSeek/Qwen FP8 repos store them) or NVFP4 (ModelOpt: U8 packed pairs, an F8_E4M3 scale per 16 values,
+    F32 ``weight_scale_2``/``input_scale``); embeddings, norms and lm_head stay BF16."""
+    h, inter, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    heads, kv = config["num_attention_heads"], config.get("num_key_value_heads", config["num_attention_heads"])
+    hd = config.get("head_dim") or h // heads
+    out: list[tuple[str, str, list[int]]] = [("model.embed_tokens.weight", "BF16", [vocab, h]),
+                                              ("model.norm.weight", "BF16", [h])]
+    if not config.get("tie_word_embeddings"):
+        out.append(("lm_head.weight", "BF16", [vocab, h]))
+
+    def linear(name: str, rows: int, cols: int) -> None:
+        if fmt == "BF16":
+            out.append((f"{name}.weight", "BF16", [rows, cols]))
+        elif fmt == "FP8":
+            out.append((f"{name}.weight", "F8_E4M3", [rows, cols]))
+            out.append((f"{name}.weight_scale_inv", "F32", [-(-rows // 128), -(-cols // 128)]))
+        elif fmt == "NVFP4":
+            out.append((f"{name}.weight", "U8", [rows, cols // 2]))
+            out.append((f"{name}.weight_scale", "F8_E4M3", [rows, cols // 16]))
+            out.append((f"{name}.weight_scale_2", "F32", []))
+            out.append((f"{name}.input_scale", "F32", []))
+        else:
+            raise ValueError(fmt)
+
+    for i in range(config["num_hidden_layers"]):
+        p = f"model.layers.{i}"
+        linear(f"{p}.self_attn.q_proj", heads * hd, h)
+        linear(f"{p}.self_attn.k_proj", kv * hd, h)
+        linear(f"{p}.self_attn.v_proj", kv * hd, h)
+        linear(f"{p}.self_attn.o_proj", h, heads * hd)
+        for proj, rows, cols in (("gate_proj", inter, h), ("up_proj", inter, h), ("down_proj", h, inter)):
+            linear(f"{p}.mlp.{proj}", rows, cols)
+        out += [(f"{p}.input_layernorm.weight", "BF16", [h]), (f"{p}.post_attention_layernorm.weight", "BF16", [h])]
+        if config.get("model_type") == "qwen3":
+            out += [(f"{p}.self_attn.q_norm.weight", "BF16", [hd]), (f"{p}.self_attn.k_norm.weight", "BF16", [hd])]
+    return out
+
+
+def sharded(tensors: list[tuple[str, str, list[int]]], shards: int) -> dict[str, HubFile]:
+    """Header-only safetensors shards and the index that maps each tensor to its shard, as HF writes them."""
+    files: dict[str, HubFile] = {}
+    weight_map: dict[str, str] = {}
+    per = -(-len(tensors) // shards)
+    total = 0
+    for n in range(shards):
+        name = f"model-{n + 1:05d}-of-{shards:05d}.safetensors"
+        part = tensors[n * per:(n + 1) * per]
+        head, size = safetensors_header(part)
+        files[name] = HubFile(data=head, size=size)
+        total += size - len(head)
+        weight_map.update({t[0]: name for t in part})
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    files["model.safetensors.index.json"] = HubFile(data=json.dumps(index).encode())
+    return files
+
+
+def tensor_bytes(tensors: Iterable[tuple[str, str, list[int]]]) -> int:
+    """What the tensors occupy, computed independently of any header (dtype size × elements)."""
+    total = 0
+    for _, dtype, shape in tensors:
+        size = DTYPE_BYTES[dtype]
+        for dim in shape:
+            size *= dim
+        total += size
+    return total
