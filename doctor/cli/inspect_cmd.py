@@ -170,7 +170,7 @@ def render_text(card: ModelCard, report: dict[str, Any]) -> str:
         row(f"  capacity    {_capacity_line(report['capacity'])}")
     row(f"  multimodal  {' + '.join(card.modalities) if card.multimodal else 'no'}")
     found = report.get("resolution")
-    if found is not None:
+    if found is not None and found["origin"] != "example":
         row(f"  found       {found['origin']}: {found['where']}")
     lines.append("")
     lines.append("Evidence")
