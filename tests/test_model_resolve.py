@@ -159,7 +159,7 @@ def test_inspect_resolves_a_repo_from_the_hub_then_from_the_cache(hub: HubServer
                                                                  qwen_config: dict) -> None:
     env = hub_env(hub, tmp_path)
     result = cli(env, "inspect", "Qwen/Qwen3-8B", "--format", "json")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0 and result.stderr == "", result.stderr  # no progress bars, no warnings
     report = json.loads(result.stdout)
     assert report["resolution"]["origin"] == "Hub" and report["resolution"]["chat_template"] is True
     assert report["model"]["weight_source"] == "safetensors"
@@ -291,7 +291,9 @@ def test_plan_and_check_resolve_too(hub: HubServer, tmp_path: Path, qwen_config:
     plan = cli(env, "plan", "Qwen/Qwen3-8B", "--gpu", "H100:1", "--engine", "vllm", "--format", "json",
                "--fail-on", "never")
     assert plan.returncode == 0, plan.stderr
-    assert json.loads(plan.stdout)["weights"]["total_bytes"] == tensor_bytes(dense_tensors(qwen_config, "BF16"))
+    weights = json.loads(plan.stdout)["weights"]
+    assert weights["total_bytes"] == tensor_bytes(dense_tensors(qwen_config, "BF16"))
+    assert weights["source"].startswith("safetensors headers: ")
     check = cli(env, "check", "--command", "vllm serve nobody/nothing", "--gpu", "H100:1", "--fail-on", "never",
                 "--format", "json")
     assert check.returncode == 0, check.stderr

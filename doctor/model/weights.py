@@ -68,9 +68,13 @@ class WeightPlan:
     online: bool  # quantized by the engine while loading a 16-bit checkpoint
     other_checkpoint: bool  # the served weights are not the config's checkpoint
     special: bool  # the checkpoint mixes formats (DeepSeek V4 fp4 experts): the engine reads its own config
+    #: the card's own account when its weights are the checkpoint's as stored (safetensors headers)
+    stored: str = ""
 
     @property
     def source(self) -> str:
+        if self.stored:
+            return self.stored
         how = ("the checkpoint's quantization" if self.requested == "auto" else
                f"--weights-dtype {self.requested}" + (" (quantized while loading)" if self.online else "")
                + (" (another checkpoint)" if self.other_checkpoint else ""))
@@ -79,7 +83,7 @@ class WeightPlan:
     def to_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "method": self.method, "detail": self.detail,
                 "total_bytes": self.total_bytes, "expert_bytes": self.expert_bytes, "online": self.online,
-                "other_checkpoint": self.other_checkpoint}
+                "other_checkpoint": self.other_checkpoint, "source": self.source}
 
 
 def plan_weights(card: ModelCard, requested: str, *, model_path: str | None) -> WeightPlan:
@@ -91,7 +95,7 @@ def plan_weights(card: ModelCard, requested: str, *, model_path: str | None) -> 
         detail = checkpoint.detail if checkpoint else card.dtype
         special = bool(checkpoint and checkpoint.expert_bytes_per_param)
         return WeightPlan(requested, method, detail, card.weight_bytes, card.expert_weight_bytes, False, False,
-                          special)
+                          special, card.weight_detail if card.weight_source == "safetensors" else "")
     target = _FORMATS[requested]
     online = checkpoint is None and requested in ONLINE
     if not online and model_path is None:
