@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT, run_cli, shared_config
 from support.hubserver import (
     HubFile,
+    HubRepo,
     HubServer,
     config_repo,
     dense_tensors,
@@ -57,6 +58,7 @@ def hub(qwen_config: dict) -> Iterator[HubServer]:
         "meta-llama/Llama-3.3-70B-Instruct": config_repo(shared_config("meta-llama__Llama-3.3-70B-Instruct.json"),
                                                          gated=True),
         "zai-org/GLM-5.1": config_repo(shared_config("zai-org__GLM-5.1.json")),
+        "scenario/broken": HubRepo({"config.json": HubFile(data=b'{"architectures": ["X"],')}),
     }
     with HubServer(repos, token=TOKEN) as server:
         yield server
@@ -188,8 +190,11 @@ def test_a_quantized_checkpoint_is_sized_as_stored(hub: HubServer, tmp_path: Pat
     ("meta-llama/Llama-3.3-70B-Instruct", {"HF_TOKEN": "hf_wrong_token_123"}, 2, "HF_TOKEN has no access"),
     ("meta-llama/Llama-3.3-70B-Instruct", {"HF_TOKEN": TOKEN}, 0, ""),
     ("nobody/nothing", {}, 2, "no such model on the Hub"),
+    ("scenario/broken", {}, 2, "scenario/broken config.json \\(Hub\\): invalid JSON at line 1"),
+    ("zai-org/GLM-5.1", {}, 0, ""),
     ("Qwen/Qwen3-8B", {"HF_HUB_OFFLINE": "1"}, 2, "offline \\(HF_HUB_OFFLINE\\), so the Hub was not asked"),
-], ids=["gated", "gated-wrong-token", "gated-with-token", "missing", "offline-env"])
+], ids=["gated", "gated-wrong-token", "gated-with-token", "missing", "broken-config", "no-safetensors",
+        "offline-env"])
 def test_inspect_failures_are_one_line_and_exit_2(hub: HubServer, tmp_path: Path, repo: str, extra: dict,
                                                   rc: int, line: str) -> None:
     result = cli(hub_env(hub, tmp_path, **extra), "inspect", repo)
@@ -209,9 +214,10 @@ def test_offline_flag_and_an_unreachable_hub(hub: HubServer, tmp_path: Path) -> 
     with HubServer({}) as closed:
         endpoint = closed.endpoint  # a port nothing listens on once this block ends
     start = time.monotonic()
-    down = cli(hub_env(hub, tmp_path, HF_ENDPOINT=endpoint), "inspect", "Qwen/Qwen3-8B")
+    with_password = endpoint.replace("http://", "http://mirror-user:s3cr3t-pass@")
+    down = cli(hub_env(hub, tmp_path, HF_ENDPOINT=with_password), "inspect", "Qwen/Qwen3-8B")
     assert down.returncode == 2 and "is unreachable" in down.stderr and "--offline" in down.stderr, down.stderr
-    assert len(down.stderr.strip().splitlines()) == 1
+    assert len(down.stderr.strip().splitlines()) == 1 and "s3cr3t-pass" not in down.stderr
     assert time.monotonic() - start < 30
 
 
@@ -318,3 +324,22 @@ def test_a_local_config_never_imports_huggingface_hub(tmp_path: Path) -> None:
                           str(shared_config("Qwen__Qwen3-8B.json"))], capture_output=True, text=True, cwd=ROOT,
                          env=env, timeout=60).stderr
     assert "doctor.model.resolve" in err and "huggingface_hub" not in err
+
+
+def test_mtp_layers_are_left_out_of_the_exact_weights() -> None:
+    """DeepSeek-V3 (real config: 61 layers + 1 MTP layer): the checkpoint stores layer 61, vLLM's main model
+    skips it (vllm 0.33.0 models/utils.py:589-600, deepseek_v2.py:1653-1655). Scenario tensors, real header."""
+    from doctor.model.checkpoint import Tensor, summarize
+    from doctor.model.resolve import model_card
+    from doctor.model.weights import with_checkpoint
+
+    card = model_card(str(shared_config("deepseek-ai__DeepSeek-V3.json"))).card
+    assert (card.layers.total, card.mtp_layers) == (61, 1)
+    tensors = [Tensor("model.embed_tokens.weight", "BF16", 1000)]
+    for i in range(62):
+        tensors += [Tensor(f"model.layers.{i}.self_attn.kv_a_proj_with_mqa.weight", "F8_E4M3", 100),
+                    Tensor(f"model.layers.{i}.mlp.experts.7.down_proj.weight", "F8_E4M3", 10),
+                    Tensor(f"model.layers.{i}.mlp.shared_experts.down_proj.weight", "F8_E4M3", 1)]
+    sized = with_checkpoint(card, summarize(tensors, files=1, where="scenario"))
+    assert sized.weight_bytes == 1000 + 61 * 111 and sized.expert_weight_bytes == 61 * 10
+    assert "1 MTP layer(s)" in sized.weight_detail and sized.weight_source == "safetensors"

@@ -11,6 +11,7 @@ here, or from the Hub through huggingface_hub's range requests (doctor/model/res
 from __future__ import annotations
 
 import json
+import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,9 @@ from pathlib import Path
 MAX_HEADER_BYTES = 100_000_000
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
+#: The decoder-layer prefixes vLLM matches to find MTP layers' weights (vllm 0.33.0
+#: vllm/model_executor/models/utils.py:589-600 get_spec_layer_idx_from_weight_name).
+_LAYER = re.compile(r"^(?:model\.|model\.language_model\.)?layers\.(\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,20 @@ class CheckpointWeights:
     files: int
     where: str  # "3 local shards in /models/x", "Hub repo acme/x@1a2b3c4, 163 shard headers"
     by_dtype: dict[str, int] = field(default_factory=dict)
+    #: decoder layer index → (bytes, routed-expert bytes), to leave out the MTP layers the engine skips
+    by_layer: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def without_layers(self, first: int, count: int) -> tuple[CheckpointWeights, int]:
+        """These weights minus decoder layers ``first`` … ``first + count - 1`` (MTP layers, which vLLM's main
+        model loader skips: vllm 0.33.0 vllm/model_executor/models/deepseek_v2.py:1653-1655), and the bytes
+        left out."""
+        dropped = [self.by_layer.get(i, (0, 0)) for i in range(first, first + count)]
+        size, experts = sum(d[0] for d in dropped), sum(d[1] for d in dropped)
+        if not size:
+            return self, 0
+        kept = {i: v for i, v in self.by_layer.items() if not first <= i < first + count}
+        return CheckpointWeights(self.total_bytes - size, self.expert_bytes - experts, self.tensors, self.files,
+                                 self.where, self.by_dtype, kept), size
 
     @property
     def source(self) -> str:
@@ -56,12 +74,19 @@ class CheckpointWeights:
 def summarize(tensors: Iterable[Tensor], *, files: int, where: str) -> CheckpointWeights:
     total = experts = count = 0
     by_dtype: dict[str, int] = {}
+    by_layer: dict[int, tuple[int, int]] = {}
     for t in tensors:
+        expert = t.nbytes if t.expert else 0
         total += t.nbytes
         count += 1
-        experts += t.nbytes if t.expert else 0
+        experts += expert
         by_dtype[t.dtype] = by_dtype.get(t.dtype, 0) + t.nbytes
-    return CheckpointWeights(total, experts, count, files, where, by_dtype)
+        layer = _LAYER.match(t.name)
+        if layer is not None:
+            index = int(layer[1])
+            size, routed = by_layer.get(index, (0, 0))
+            by_layer[index] = (size + t.nbytes, routed + expert)
+    return CheckpointWeights(total, experts, count, files, where, by_dtype, by_layer)
 
 
 class HeaderError(ValueError):

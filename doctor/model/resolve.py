@@ -76,22 +76,25 @@ def resolve_model(spec: str, *, offline: bool = False) -> ResolvedModel:
         loaded = load_config(spec)
         assert loaded.path is not None
         return _with_side_files(ResolvedModel(loaded, "local", str(loaded.path), loaded.path.parent))
-    try:
-        loaded = load_config(spec)  # the HF cache
-    except InputError as exc:
-        cache_miss = str(exc)
-    else:
-        assert loaded.path is not None
-        found = _with_side_files(ResolvedModel(loaded, "HF cache", str(loaded.path), loaded.path.parent))
-        if found.weights is None and not offline_mode(offline):
-            found = _hub_weights(spec, found)
-        return found
+    cached = _from_cache(spec)
+    if cached is not None:
+        return cached if cached.weights is not None or offline_mode(offline) else _hub_weights(spec, cached)
     if offline_mode(offline):
         why = "--offline" if offline else "HF_HUB_OFFLINE"
         raise ModelNotResolved(f"{spec}: not a local path and not in the Hugging Face cache at {hf_hub_cache()}; "
-                               f"offline ({why}), so the Hub was not asked") from None
-    del cache_miss
+                               f"offline ({why}), so the Hub was not asked")
     return _from_hub(spec)
+
+
+def _from_cache(repo: str) -> ResolvedModel | None:
+    """The repo's snapshot in the local HF cache, with whatever of the checkpoint it holds; None if absent.
+    A cached config.json that cannot be read is an error naming it, not a reason to ask the Hub."""
+    snapshots = hf_hub_cache() / ("models--" + repo.replace("/", "--")) / "snapshots"
+    if not any(snapshots.glob("*/config.json")):
+        return None
+    loaded = load_config(repo)
+    assert loaded.path is not None
+    return _with_side_files(ResolvedModel(loaded, "HF cache", str(loaded.path), loaded.path.parent))
 
 
 # -- local folders ---------------------------------------------------------------------------------------------
@@ -168,7 +171,7 @@ def _from_hub(repo: str) -> ResolvedModel:
             chat = {"chat_template": True, "chat_template_source": f"Hub {repo}: chat_template.jinja"}
         else:
             chat = _chat_template(side.get("tokenizer_config.json"), None, f"Hub {repo}")
-    except ModelNotResolved:
+    except InputError:  # ModelNotResolved, or a config that is not valid JSON: the message names it
         raise
     except Exception as exc:  # noqa: BLE001 — every client failure becomes one line, classified below
         raise ModelNotResolved(_hub_failure(repo, endpoint, exc)) from None

@@ -141,9 +141,16 @@ def hf_quant_format(hf_quant: dict[str, Any] | None) -> str | None:
 
 
 def with_checkpoint(card: ModelCard, weights: CheckpointWeights) -> ModelCard:
-    """The card with its weights as the checkpoint stores them (exact, every tensor as stored)."""
+    """The card with its weights as the checkpoint stores them (exact: every tensor as stored, less the MTP
+    layers the engine loads only as a speculative-decoding draft)."""
+    detail = weights.source
+    if card.mtp_layers:
+        weights, mtp = weights.without_layers(card.layers.total, card.mtp_layers)
+        if mtp:
+            detail += (f"; the {card.mtp_layers} MTP layer(s) ({mtp / 2**30:.1f} GiB) left out: the main model "
+                       "does not load them")
     return replace(card, weight_bytes=weights.total_bytes, expert_weight_bytes=weights.expert_bytes,
-                   weight_source="safetensors", weight_detail=weights.source)
+                   weight_source="safetensors", weight_detail=detail)
 
 
 def with_served_format(card: ModelCard, fmt: str, why: str) -> ModelCard:
