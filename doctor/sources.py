@@ -107,8 +107,6 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     resolved = sized.resolved
     facts.set("model.resolved_from", resolved.origin, resolved.where)
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
-    if resolved.weights is None and resolved.weights_note:
-        facts.error("model.weight_source.safetensors", resolved.weights_note)
     if resolved.chat_template is not None:
         facts.set("model.chat_template", resolved.chat_template, resolved.chat_template_source)
     if resolved.origin != "given":

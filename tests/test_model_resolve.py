@@ -256,6 +256,10 @@ def test_glm_5_1_nvfp4_with_the_base_config_is_sized_as_nvfp4_and_fits() -> None
     assert "assumed: the served checkpoint is NVFP4 (--quantization modelopt_fp4)" in verbose.stdout
     weights = re.search(r"model\.weight_bytes = (\d+)", verbose.stdout)
     assert weights and int(weights[1]) / 8 < 60 * 2**30  # per GPU at TP8, against ~173 GiB as bf16
+    check = run_cli("check", "--command", command, "--config", config, "--gpu", "RTX PRO 6000:8", "--format",
+                    "json", "--fail-on", "never")
+    assert check.returncode == 0, check.stderr
+    assert not any(f["id"] == "model-does-not-fit" for f in json.loads(check.stdout)["findings"])
     # the same, named only by the repo suffix
     by_name = run_cli("lint", "--config", config, "--gpu", "RTX PRO 6000:8", "-v", "--fail-on", "never",
                       "vllm serve nvidia/GLM-5.1-NVFP4 -tp 8")
