@@ -347,3 +347,16 @@ def test_mtp_layers_are_left_out_of_the_exact_weights() -> None:
     sized = with_checkpoint(card, summarize(tensors, files=1, where="scenario"))
     assert sized.weight_bytes == 1000 + 61 * 111 and sized.expert_weight_bytes == 61 * 10
     assert "1 MTP layer(s)" in sized.weight_detail and sized.weight_source == "safetensors"
+
+
+def test_plan_sizes_a_base_config_at_the_served_repos_format() -> None:
+    """`plan` with the base GLM-5.1 config and `--model-path nvidia/GLM-5.1-NVFP4`: priced as NVFP4, and says so."""
+    config = str(shared_config("zai-org__GLM-5.1.json"))
+    base = run_cli("plan", config, "--gpu", "B200:8", "--engine", "vllm", "--format", "json", "--fail-on", "never")
+    served = run_cli("plan", config, "--gpu", "B200:8", "--engine", "vllm", "--format", "json", "--fail-on", "never",
+                     "--model-path", "nvidia/GLM-5.1-NVFP4")
+    assert base.returncode == served.returncode == 0, base.stderr + served.stderr
+    bf16, nvfp4 = json.loads(base.stdout)["weights"], json.loads(served.stdout)["weights"]
+    assert nvfp4["method"] == "nvfp4" and nvfp4["other_checkpoint"] and nvfp4["requested"] == "auto"
+    assert "assumed: the served checkpoint nvidia/GLM-5.1-NVFP4 is NVFP4, from its name" in nvfp4["source"]
+    assert nvfp4["total_bytes"] < bf16["total_bytes"] / 3

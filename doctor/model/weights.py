@@ -70,11 +70,15 @@ class WeightPlan:
     special: bool  # the checkpoint mixes formats (DeepSeek V4 fp4 experts): the engine reads its own config
     #: the card's own account when its weights are the checkpoint's as stored (safetensors headers)
     stored: str = ""
+    #: what the format was inferred from when the user did not name it (``--model-path …-NVFP4``)
+    assumed: str = ""
 
     @property
     def source(self) -> str:
         if self.stored:
             return self.stored
+        if self.assumed:
+            return f"derived: layer shapes at {self.detail}; assumed: {self.assumed} (doctor/model/params.py part_bytes)"
         how = ("the checkpoint's quantization" if self.requested == "auto" else
                f"--weights-dtype {self.requested}" + (" (quantized while loading)" if self.online else "")
                + (" (another checkpoint)" if self.other_checkpoint else ""))
@@ -87,6 +91,15 @@ class WeightPlan:
 
 
 def plan_weights(card: ModelCard, requested: str, *, model_path: str | None) -> WeightPlan:
+    """The weights for --weights-dtype ``requested``. With ``auto`` and a --model-path whose name announces
+    another format than the config's (the config is a base model's), that format, stated as an assumption."""
+    if requested == "auto" and model_path:
+        own = card.quantization.weight_format if card.quantization else None
+        announced = name_format(model_path)
+        if announced in _FORMATS and _FORMATS[announced] is not None and announced != own:
+            inferred = plan_weights(card, announced, model_path=model_path)
+            return replace(inferred, requested="auto", online=False, other_checkpoint=True,
+                           assumed=f"the served checkpoint {model_path} is {announced.upper()}, from its name")
     if requested not in WEIGHT_DTYPES:
         raise InputError(f"--weights-dtype: {requested!r} is not one of {', '.join(WEIGHT_DTYPES)}")
     checkpoint = card.quantization
