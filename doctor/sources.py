@@ -172,10 +172,11 @@ def family_facts(facts: Facts) -> Facts:
     else:
         out = expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
     if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
+        from doctor.model.names import NAME_ONLY
+
         for key in ("model.family", "model.family_variant", "model.family_alternatives"):
             if key in out:  # no config to confirm it: the name alone decided
-                out.set(key, out.get(key), f"from the model name ({found.matched_by}); low confidence: "
-                                           "no config.json")
+                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
     return out
 
 

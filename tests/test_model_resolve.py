@@ -360,3 +360,12 @@ def test_plan_sizes_a_base_config_at_the_served_repos_format() -> None:
     assert nvfp4["method"] == "nvfp4" and nvfp4["other_checkpoint"] and nvfp4["requested"] == "auto"
     assert "assumed: the served checkpoint nvidia/GLM-5.1-NVFP4 is NVFP4, from its name" in nvfp4["source"]
     assert nvfp4["total_bytes"] < bf16["total_bytes"] / 3
+
+
+def test_a_finding_resting_on_the_name_alone_is_low_confidence() -> None:
+    result = run_cli("lint", "vllm serve nvidia/Llama-3.3-70B-Instruct-NVFP4 -tp 2", "--gpu", "H100:2",
+                     "--format", "json", "--fail-on", "never")
+    found = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+    nvfp4 = found["nvfp4-needs-blackwell"]
+    assert nvfp4["confidence"] == "low"
+    assert any("from the model name" in e["source"] for e in nvfp4["evidence"])

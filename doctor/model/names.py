@@ -18,6 +18,8 @@ MULTIMODAL_TOKENS = ("vl", "vision", "omni", "llava", "pixtral", "vlm", "audio",
 #: Name tokens → the checkpoint quantization method in the facts vocabulary (model.quantization).
 QUANT_TOKENS = (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("fp4", "nvfp4"), ("awq", "awq"), ("gptq", "gptq"),
                 ("fp8", "fp8"))
+#: In the source of every fact read from a name: the playbook engine makes findings resting on one ``low``.
+NAME_ONLY = "from the model name"
 LOW = "low confidence: no config.json"
 
 
@@ -35,8 +37,8 @@ def name_facts(name: str) -> Facts:
     shown = redact_text(name)
     hit = next((t for t in words if t in MULTIMODAL_TOKENS), None)
     if hit is not None:
-        out.set("model.multimodal", True, f"from the model name {shown!r} ({hit!r}); {LOW}")
+        out.set("model.multimodal", True, f"{NAME_ONLY} {shown!r} ({hit!r}); {LOW}")
     quant = next(((token, method) for token, method in QUANT_TOKENS if token in words), None)
     if quant is not None:
-        out.set("model.quantization", quant[1], f"from the model name {shown!r} ({quant[0]!r} suffix); {LOW}")
+        out.set("model.quantization", quant[1], f"{NAME_ONLY} {shown!r} ({quant[0]!r} suffix); {LOW}")
     return out
