@@ -319,10 +319,14 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
         except InputError as exc:
-            if inputs.config:  # the user named it: that is an input error
+            from doctor.model.names import name_facts
+            from doctor.model.resolve import ModelNotResolved
+
+            # A config the user named that is wrong is bad input; a repo found nowhere (gated, not on the Hub,
+            # Hub unreachable, offline) is not: the run carries on with the model unknown, and says why.
+            if inputs.config and not isinstance(exc, ModelNotResolved):
                 raise
             facts.error("model", f"model config not found ({exc})")
-            from doctor.model.names import name_facts
 
             facts.update(name_facts(config_spec), overwrite=False)
     else:

@@ -371,3 +371,13 @@ def test_a_finding_resting_on_the_name_alone_is_low_confidence() -> None:
     nvfp4 = found["nvfp4-needs-blackwell"]
     assert nvfp4["confidence"] == "low"
     assert any("from the model name" in e["source"] for e in nvfp4["evidence"])
+
+
+def test_a_config_repo_found_nowhere_lets_lint_carry_on_but_a_bad_path_is_exit_2(tmp_path: Path) -> None:
+    command = "vllm serve meta-llama/Llama-3.3-70B-Instruct -tp 4"
+    gone = run_cli("lint", "--config", "meta-llama/Llama-3.3-70B-Instruct", "--format", "json", "--fail-on",
+                   "never", command, env={"HF_HUB_CACHE": str(tmp_path)})
+    assert gone.returncode == 0, gone.stderr
+    assert any("offline (HF_HUB_OFFLINE)" in u["reason"] for u in json.loads(gone.stdout)["unchecked"])
+    typo = run_cli("lint", "--config", str(tmp_path / "nope" / "config.json"), command)
+    assert typo.returncode == 2 and "no such file or directory" in typo.stderr
