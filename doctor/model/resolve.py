@@ -141,6 +141,9 @@ def _hub() -> tuple[Any, Any, str]:
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(int(HUB_TIMEOUT)))
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", str(int(HUB_TIMEOUT)))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    # No telemetry in the user agent: it also spares a request (huggingface_hub 2.x fetches an "agent harnesses"
+    # registry from the endpoint, up to 3 s, before the first real one: utils/_headers.py, utils/_detect_agent.py).
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     import huggingface_hub
 
     endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
