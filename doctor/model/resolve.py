@@ -189,7 +189,7 @@ def _from_hub(repo: str) -> ResolvedModel:
 
 def _hub_weights(repo: str, found: ResolvedModel, revision: str | None = None) -> ResolvedModel:
     """Exact weights from the Hub's safetensors headers (HTTP range requests: the headers, never the data)."""
-    hub, api, endpoint = _hub()
+    _, api, endpoint = _hub()
     from doctor.model.checkpoint import Tensor, summarize
 
     try:
