@@ -381,3 +381,26 @@ def test_a_config_repo_found_nowhere_lets_lint_carry_on_but_a_bad_path_is_exit_2
     assert any("offline (HF_HUB_OFFLINE)" in u["reason"] for u in json.loads(gone.stdout)["unchecked"])
     typo = run_cli("lint", "--config", str(tmp_path / "nope" / "config.json"), command)
     assert typo.returncode == 2 and "no such file or directory" in typo.stderr
+
+
+def test_a_cached_checkpoint_is_exact_offline(tmp_path: Path, qwen_config: dict) -> None:
+    """A GPU host's HF cache (snapshot + refs/main, as huggingface_hub lays it out) with the shards: exact weights,
+    no network (offline), its generation_config.json read for the sampling defaults."""
+    repo = tmp_path / "models--Qwen--Qwen3-8B"
+    snapshot = repo / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    (snapshot / "config.json").write_text(json.dumps(qwen_config))
+    (snapshot / "generation_config.json").write_text('{"temperature": 0.6, "do_sample": true}')
+    tensors = dense_tensors(qwen_config, "BF16")
+    for name, item in sharded(tensors, 4).items():
+        (snapshot / name).write_bytes(item.head())
+    result = run_cli("inspect", "Qwen/Qwen3-8B", "--offline", "--format", "json", env={"HF_HUB_CACHE": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["resolution"]["origin"] == "HF cache"
+    assert report["model"]["weight_source"] == "safetensors" and report["model"]["weight_bytes"] == tensor_bytes(tensors)
+    lint = run_cli("lint", "vllm serve Qwen/Qwen3-8B", "-v", "--fail-on", "never", env={"HF_HUB_CACHE": str(tmp_path)})
+    assert re.search(r"model\.default_temperature = 0\.6 +\(.*generation_config\.json:temperature\)", lint.stdout), \
+        lint.stdout
