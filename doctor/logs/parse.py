@@ -50,58 +50,60 @@ def _rule(keyword: str, pattern: str, flags: int = 0) -> _Rule:
     return _Rule(keyword, re.compile(pattern, flags))
 
 
+# Message patterns: searched (not anchored) in the lines that hold their literal, so a line's prefix — the
+# engine's, a collector's — does not matter.
 # vLLM (0.32.0 wheel)
-_VLLM_BANNER = _rule('█', _PREFIX + r".*█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
-_VLLM_ENGINE = _rule('Initializing a V1 LLM engine', _PREFIX + r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
-_VLLM_OLD_VERSION = _rule('vLLM API server version', _PREFIX + r"vLLM API server version (\S+)", re.M)  # older releases
-_VLLM_ARGS = _rule('non-default args: ', _PREFIX + r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
+_VLLM_BANNER = _rule('█', r"█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
+_VLLM_ENGINE = _rule('Initializing a V1 LLM engine', r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
+_VLLM_OLD_VERSION = _rule('vLLM API server version', r"vLLM API server version (\S+)", re.M)  # older releases
+_VLLM_ARGS = _rule('non-default args: ', r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
 _VLLM_KV = _rule('KV cache size: ',   # v1/core/kv_cache_utils.py:2328
-    _PREFIX + r"(GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens", re.M)
-_VLLM_CONCURRENCY = _rule('Maximum concurrency for', _PREFIX + r".*Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
+    r"(GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens", re.M)
+_VLLM_CONCURRENCY = _rule('Maximum concurrency for', r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
 _VLLM_BACKEND = _rule('Using ',   # platforms/cuda.py:507, platforms/cpu.py:163
-    _PREFIX + r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
+    r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
 _VLLM_WEIGHTS = _rule('Model loading took',   # v1/worker/gpu_model_runner.py:5150
-    _PREFIX + r"Model loading took ([\d.]+) ?GiB memory", re.M)
-_VLLM_KV_MEMORY = _rule('Available KV cache memory', _PREFIX + r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
-_VLLM_CPU_KV_MEMORY = _rule('for KV cache', _PREFIX + r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
+    r"Model loading took ([\d.]+) ?GiB memory", re.M)
+_VLLM_KV_MEMORY = _rule('Available KV cache memory', r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
+_VLLM_CPU_KV_MEMORY = _rule('for KV cache', r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
 _VLLM_GRAPHS = _rule('Graph capturing finished',   # v1/worker/gpu_model_runner.py:6582
-    _PREFIX + r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
-_VLLM_GRAPH_START = _rule('Capturing CUDA graph', _PREFIX + r"Capturing CUDA graphs?\b", re.M)
+    r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
+_VLLM_GRAPH_START = _rule('Capturing CUDA graph', r"Capturing CUDA graphs?\b", re.M)
 _VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
-    _PREFIX + r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
+    r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
     re.M)
 _VLLM_SPEC = _rule('SpecDecoding metrics',   # v1/spec_decode/metrics.py:121
-    _PREFIX + r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
+    r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
     re.M)
 _VLLM_BLOCK = _rule("Setting attention block size to",  # platforms/interface.py:1097 (hybrid models)
-                    _PREFIX + r"Setting attention block size to (\d+) tokens")
+                    r"Setting attention block size to (\d+) tokens")
 _VLLM_OVERRIDE = _rule("num_gpu_blocks_override",  # v1/core/kv_cache_utils.py:2620
-                       _PREFIX + r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)")
+                       r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)")
 _VLLM_KV_BYTES = _rule("as specified by kv_cache_memory_bytes",  # v1/worker/gpu_worker.py:659
                        r"reserved ([\d.]+) ?GiB memory for KV Cache as specified by kv_cache_memory_bytes")
 _VLLM_GRAPH_ESTIMATE = _rule("Estimated CUDA graph memory",  # v1/worker/gpu_model_runner.py:6475
-                             _PREFIX + r"Estimated CUDA graph memory: ([\d.]+) GiB")
+                             r"Estimated CUDA graph memory: ([\d.]+) GiB")
 _VLLM_V0_PROFILE = _rule("the rest of the memory reserved for KV Cache",  # V0 worker.py (0.6)
                          r"model weights take ([\d.]+) ?GiB;.*the rest of the memory reserved for KV Cache is "
                          r"([\d.]+) ?GiB")
 _VLLM_UTILIZATION = _rule("x gpu_memory_utilization (",
                           r"total_gpu_memory \(([\d.]+) ?GiB\) x gpu_memory_utilization \(([\d.]+)\)")
-_VLLM_READY = _rule('Starting vLLM', _PREFIX + r"Starting vLLM (?:API )?server on ", re.M)
+_VLLM_READY = _rule('Starting vLLM', r"Starting vLLM (?:API )?server on ", re.M)
 
 # SGLang (0.5.23 wheel)
-_SGL_ARGS = _rule('server_args=', _PREFIX + r"server_args=(\{.*\}|ServerArgs\(.*\))\s*$", re.M)  # srt/entrypoints/engine.py:311
-_SGL_KV = _rule('KV Cache is allocated', _PREFIX + r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+)", re.M)  # mem_cache/memory_pool.py
-_SGL_POOL = _rule('max_total_num_tokens=', _PREFIX + r"max_total_num_tokens=(\d+), .*?max_running_requests=(\d+), context_len=(\d+)", re.M)
-_SGL_WEIGHTS = _rule('Load weight end', _PREFIX + r"Load weight end\..*?mem usage=([\d.]+) GB", re.M)
+_SGL_ARGS = _rule('server_args=', r"server_args=(\{.*\}|ServerArgs\(.*\))\s*$", re.M)  # srt/entrypoints/engine.py:311
+_SGL_KV = _rule('KV Cache is allocated', r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+)", re.M)  # mem_cache/memory_pool.py
+_SGL_POOL = _rule('max_total_num_tokens=', r"max_total_num_tokens=(\d+), .*?max_running_requests=(\d+), context_len=(\d+)", re.M)
+_SGL_WEIGHTS = _rule('Load weight end', r"Load weight end\..*?mem usage=([\d.]+) GB", re.M)
 _SGL_GRAPH = _rule('graph end',   # model_runner_components/cuda_graph_setup.py:696 (and the decode graph's line)
-    _PREFIX + r"Capture (?:[\w ]*?)cuda graph end\. .*?mem usage=([\d.]+) GB", re.M | re.I)
-_SGL_GRAPH_START = _rule('graph begin', _PREFIX + r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
-_SGL_GRAPH_OFF = _rule('Cuda graph is disabled', _PREFIX + r"(Cuda graph is disabled .*)$", re.M)
+    r"Capture (?:[\w ]*?)cuda graph end\. .*?mem usage=([\d.]+) GB", re.M | re.I)
+_SGL_GRAPH_START = _rule('graph begin', r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
+_SGL_GRAPH_OFF = _rule('Cuda graph is disabled', r"(Cuda graph is disabled .*)$", re.M)
 _SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py
-    _PREFIX + r"Decode batch, #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?:.*?accept len: ([\d.]+),)?"
+    r"Decode batch, #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?:.*?accept len: ([\d.]+),)?"
     r".*?#queue-req: (\d+)", re.M)
-_SGL_READY = _rule('fired up', _PREFIX + r"The server is fired up and ready to roll", re.M)
+_SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
