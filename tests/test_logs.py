@@ -110,6 +110,7 @@ def test_sglang_missing_module(name: str, module: str) -> None:
 _EXPECTED = {"vllm-cudagraph-capture-oom.log": "cuda-graph-capture-oom",
              "sglang-cudagraph-capture-oom.log": "cuda-graph-capture-oom",
              "vllm-no-kv-memory.log": "startup-out-of-memory",
+             "vllm-weight-loading-oom.log": "startup-out-of-memory",
              "vllm-no-kernel-image.log": "gpu-arch-unsupported",
              "vllm-nccl-error.log": "nccl-init-failed",
              "vllm-nccl-error-2.log": "nccl-init-failed"}
