@@ -131,7 +131,10 @@ def run_check(opts: CheckOptions) -> CheckRun:
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
-    unreachable = (() if active_ran else ("active",)) + absent_on_this_device(gathered.facts)
+    # Without a log, the branches only a log can decide are not "could not check" lines on every run.
+    unreachable: tuple[str, ...] = (() if active_ran else ("active",)) + \
+        (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
+    unreachable += absent_on_this_device(gathered.facts)  # nothing asked about GPUs a CPU server does not use
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -199,16 +202,16 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         config_json=offline.config_json if offline.config else recorded.get("config_json"),
         config=offline.config or recorded.get("config_name"),
         generation_config_json=None if offline.config else recorded.get("generation_config_json"),
-        config_served=not offline.config and bool(recorded.get("config_served")),
         replay=True,
         gpu=offline.gpu or recorded.get("gpu"),
         workload=workload,
+        log_excerpt=recorded.get("log") if offline.log is None else None,
     )
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
-    from doctor.model.config import load_config
+    from doctor.model.resolve import resolve_model
     from doctor.sources import command_facts, gpu_facts_for, model_facts_for
 
     # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
@@ -219,21 +222,27 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
                               "gpu": offline.gpu, "workload": vars(offline.workload)}
     if offline.config:
-        loaded = load_config(offline.config)
+        resolved = resolve_model(offline.config, offline=offline.offline)
+        loaded = resolved.config
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
-        _record_generation_config(inputs, loaded.path)
+        if resolved.generation is not None:
+            inputs["generation_config_json"] = resolved.generation
+    if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
+        from doctor.logs.source import read_log_input
+
+        inputs["log"] = read_log_input(offline.log).excerpt
     return inputs
 
 
 def served_model_inputs(results: list[ProbeResult], offline: OfflineInputs) -> dict[str, Any]:
-    """The served model's config.json and generation_config.json, as this run reads them from the launch
-    command's model path, for a snapshot: a replay elsewhere (or after the model moved, or where another model
-    now sits at that path) must see the files this run saw. Empty when the user named --config (recorded
-    already) or no config of the served model is readable here."""
+    """The served model's config.json and generation_config.json, as this run finds them from the launch
+    command's model, for a snapshot: a replay elsewhere (or after the model moved, or where another model now
+    sits at that path) must see the files this run saw. Empty when the user named --config (recorded already)
+    or the served model's config cannot be found."""
     if offline.config:
         return {}
-    from doctor.model.config import load_config
+    from doctor.model.resolve import resolve_model
     from doctor.sources import _config_from_launch, gather
 
     live = Facts()
@@ -243,18 +252,10 @@ def served_model_inputs(results: list[ProbeResult], offline: OfflineInputs) -> d
     if not spec:
         return {}
     try:
-        loaded = load_config(str(spec))
+        resolved = resolve_model(str(spec), offline=offline.offline)
     except InputError:
         return {}
-    inputs: dict[str, Any] = {"config_json": loaded.raw, "config_name": str(spec), "config_served": True}
-    _record_generation_config(inputs, loaded.path)
+    inputs: dict[str, Any] = {"config_json": resolved.config.raw, "config_name": str(spec), "config_served": True}
+    if resolved.generation is not None:
+        inputs["generation_config_json"] = resolved.generation
     return inputs
-
-
-def _record_generation_config(inputs: dict[str, Any], config_path: Any) -> None:
-    from doctor.sources import read_generation_config
-
-    if config_path is not None:
-        generation = read_generation_config(config_path.parent / "generation_config.json")
-        if generation is not None:
-            inputs["generation_config_json"] = generation

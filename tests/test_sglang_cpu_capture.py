@@ -137,7 +137,7 @@ def test_mem_fraction_low_only_when_the_fraction_sizes_the_pool(extra: list[str]
     assert ("mem-fraction-low" in found) is fires
     if fires:
         evidence = {e["fact"] for e in found["mem-fraction-low"]["evidence"]}
-        assert {"launch.mem_fraction", "launch.kv_from_mem_fraction"} <= evidence
+        assert {"launch.mem_fraction", "capacity.kv_override"} <= evidence
 
 
 def test_no_prefix_cache_hit_yet_is_a_zero_hit_rate() -> None:

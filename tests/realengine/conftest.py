@@ -188,6 +188,7 @@ class Refusal:
     returncode: int
     log: str
     seconds: float
+    log_path: Path
 
 
 def _port_range() -> range | None:
@@ -262,7 +263,7 @@ class EngineHarness:
         self.current = None
         seconds = time.monotonic() - start
         self.refusal_s += seconds
-        return Refusal(code, server.log, seconds)
+        return Refusal(code, server.log, seconds, server.log_path)
 
     def close(self) -> None:
         if self.current is not None:

@@ -5,6 +5,8 @@ spelled as the flag spells it, and the long context is a warning (it runs), not 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from realengine.vllm_engine import VLLM, check_json, findings, llmdoctor
@@ -65,3 +67,12 @@ def test_long_context_runs_degraded_not_refused(served):
     assert found["max-model-len-over-model-limit-allowed"]["severity"] == "warning"
     assert "max-model-len-over-model-limit" not in found
     assert not [f["id"] for f in doc["findings"] if f["severity"] == "critical"], doc["findings"]
+
+
+def test_its_log_says_the_same(loading):
+    """vLLM's own start-up warning, read by `check --log`: the long context is named at warning, not critical."""
+    _, server = loading
+    result = llmdoctor("check", "--log", str(server.log_path), "--format", "json")
+    named = {f["id"]: f["severity"] for f in json.loads(result.stdout)["findings"]}
+    assert named.get("max-model-len-over-model-limit-allowed") == "warning", named
+    assert "max-model-len-over-model-limit" not in named

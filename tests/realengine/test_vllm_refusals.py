@@ -9,13 +9,17 @@ Each refusal costs 10-30 s (imports, argument validation; the model never loads)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from realengine.vllm_engine import VLLM, lint_json, model_dir
+from realengine.vllm_engine import VLLM, lint_json, llmdoctor, model_dir
 
 pytestmark = pytest.mark.realengine
 
-# (id, flags, env, exit status, the line of the log, the cause lint must name at critical)
+# (id, flags, env, exit status, the line of the log, the cause lint must name at critical); `check --log` of the
+# engine's own log must name the cause too — LOG_CAUSE where a log line alone cannot tell more (an SGLang flag is
+# an unknown flag to a log reader).
 REFUSALS = [
     ("auto-tool-choice-without-parser", ["--enable-auto-tool-choice"], {}, 1,
      "TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser", "auto-tool-choice-without-parser"),
@@ -38,8 +42,11 @@ REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize("flags,env,status,line,cause", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
-def test_the_engine_refuses_and_lint_names_the_cause(engines, flags, env, status, line, cause):
+LOG_CAUSE = {"sglang-flag": "unknown-flag"}
+
+
+@pytest.mark.parametrize("case,flags,env,status,line,cause", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_the_engine_refuses_and_lint_names_the_cause(engines, case, flags, env, status, line, cause):
     refused = engines.refusal(VLLM, flags, env)
     assert refused.returncode == status, f"exit {refused.returncode}; log tail:\n{refused.log[-3000:]}"
     assert line in refused.log, f"{line!r} not in the log; tail:\n{refused.log[-3000:]}"
@@ -51,6 +58,13 @@ def test_the_engine_refuses_and_lint_names_the_cause(engines, flags, env, status
     critical = {f["id"] for f in doc["findings"] if f["severity"] == "critical"}
     assert cause in critical, f"lint found {[(f['id'], f['severity']) for f in doc['findings']]}"
     assert result.returncode == 1
+
+    # The engine's own log, handed over after the fact.
+    logged = llmdoctor("check", "--log", str(refused.log_path), "--format", "json")
+    named = {f["id"]: f for f in json.loads(logged.stdout)["findings"]}
+    expected = LOG_CAUSE.get(case, cause)
+    assert expected in named and named[expected]["severity"] == "critical", sorted(named)
+    assert named[expected]["confidence"] == "high"
 
 
 def test_long_max_model_len_is_only_a_warning_where_vllm_allows_it():
