@@ -94,7 +94,8 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
     """One screen: headline (target, engine, model, verdict), probes on one line, the findings; -v: everything."""
     cols = width()
     head = " · ".join(x for x in (*_identity(run), f"{run.elapsed_ms:.0f} ms") if x)
-    out = wrap(click.style("llmdoctor check", bold=True) + " · " + head, cols, "", "  ")
+    out = wrap("llmdoctor check · " + head, cols, "", "  ")
+    out[0] = out[0].replace("llmdoctor check", click.style("llmdoctor check", bold=True), 1)
     out += labelled("verdict", _verdict(run), cols, indent=0)
     if run.probes and not verbose:
         out += labelled("probes", _probe_summary(run), cols, indent=0)

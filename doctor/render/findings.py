@@ -88,9 +88,10 @@ def unchecked_line(unchecked: list[Unchecked]) -> str:
         for hint in item.hint.split("; "):
             decides.setdefault(hint, set()).add(item.cause)
     best, covered = max(decides.items(), key=lambda kv: len(kv[1]))
-    plural = "cause" if len(causes) == 1 else "causes"
-    return (f"Could not check {len(causes)} {plural}; most useful next input: {best} (decides {len(covered)}); "
-            f"-v lists them")
+    if len(causes) == 1:
+        return f"Could not check {causes[0]}: {best} (-v: why)"
+    share = "all" if len(covered) == len(causes) else f"{len(covered)}"
+    return f"Could not check {len(causes)} causes; most useful next input: {best} (decides {share}; -v lists them)"
 
 
 def group_unchecked(unchecked: list[Unchecked]) -> list[tuple[list[str], list[str], str, str]]:

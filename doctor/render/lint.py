@@ -20,8 +20,9 @@ def _header(result: LintResult) -> list[str]:
     lines = []
     if cmd is not None:
         version = cmd.version or "(version unknown)"
-        lines.append(f"{cmd.engine} {version} · model {facts.get('launch.model') or '?'} · flags read with the "
-                     f"{cmd.engine} {cmd.catalog_version} catalog")
+        catalog = (f" · flags read with the {cmd.engine} {cmd.catalog_version} catalog"
+                   if cmd.version and cmd.catalog_version != cmd.version else "")
+        lines.append(f"{cmd.engine} {version} · model {facts.get('launch.model') or '?'}{catalog}")
     if "model.attention" in facts:
         moe = f", MoE {facts.get('model.moe.experts')} experts" if facts.get("model.moe") else ", dense"
         lines.append(f"model: {facts.get('model.name')} — {str(facts.get('model.attention')).upper()}{moe}"
@@ -43,7 +44,8 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     """One screen: what was read, the verdict, the flags named, the findings; -v explains every flag too."""
     cols = width()
     head = _header(result) or ["no launch command"]
-    out = wrap(click.style("llmdoctor lint", bold=True) + " · " + head[0], cols, "", "  ")
+    out = wrap("llmdoctor lint · " + head[0], cols, "", "  ")
+    out[0] = out[0].replace("llmdoctor lint", click.style("llmdoctor lint", bold=True), 1)
     out += [line for extra in head[1:] for line in wrap(extra, cols, "", "  ")]
     out += labelled("verdict", _verdict(result), cols, indent=0)
     cmd = result.gathered.command
