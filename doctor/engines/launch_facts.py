@@ -12,6 +12,7 @@ from typing import Any
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
+from doctor.humanize import readable
 
 _PROBLEM_FACTS = {
     "unknown_flag": "launch.unknown_flags",
@@ -161,7 +162,7 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
     if "const" in case:
         why = case.get("why")
         return case["const"], (f"engine behaviour: {why}" if why else
-                               f"engine behaviour: {case['const']!r} unless the launch command says otherwise")
+                               f"engine behaviour: {readable(case['const'])} unless the launch command says otherwise")
     if case.get("unset"):
         return None, f"not in the launch command ({cmd.entry})"
     return None
