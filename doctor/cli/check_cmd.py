@@ -15,7 +15,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EPILOG = """\b
 Examples:
-  llmdoctor check --endpoint localhost:30000
+  llmdoctor check localhost:30000                 (the same as --endpoint localhost:30000; a bare 30000 is this host)
+  llmdoctor check --endpoint http://10.0.0.5:8000/v1 (an OpenAI base URL: /v1 is where the routes start)
+  llmdoctor check --endpoint https://gateway/team-a/llm   (a proxy's base path is kept: /team-a/llm/v1/models)
   llmdoctor check --endpoint http://10.0.0.5:8000 --api-key-env VLLM_API_KEY --symptom tools-ignored
   llmdoctor check --endpoint localhost:8000 --sample 10 --symptom memory-filling-fast
   llmdoctor check --endpoint localhost:8000 --active --symptom tools-ignored
@@ -44,8 +46,12 @@ Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all 
 
 def live_options(f: F) -> F:
     options = [
+        click.argument("target", required=False, metavar="[ENDPOINT]"),
         click.option("--endpoint", metavar="URL|HOST:PORT",
-                     help="The server to examine (http://host:port or host:port)."),
+                     help="The server to examine: http://host:port, host:port or a port on this host; a URL's path "
+                          "is a proxy's base path, and a trailing /v1 (an OpenAI base URL) is where the OpenAI "
+                          "routes start — /metrics and the engine's own routes are probed beside it. ENDPOINT "
+                          "(positional) is the same."),
         click.option("--api-key-env", metavar="NAME",
                      help="Name of the environment variable that holds the server's API key (never the key "
                           "itself: a value on the command line is visible to every user of the host)."),
@@ -74,6 +80,13 @@ def active_options(f: F) -> F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def _endpoint(positional: str | None, option: str | None) -> str | None:
+    """`check localhost:30000` means `check --endpoint localhost:30000`; both at once is ambiguous."""
+    if positional and option:
+        raise InputError(f"give the endpoint once: {positional!r} and --endpoint {option!r} were both given")
+    return option or positional
 
 
 def _active_timeout(active: bool, model: str | None, endpoint: str | None, timeout_s: float) -> float | None:
@@ -145,7 +158,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @format_option("text", "json", "markdown")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
-def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+def check(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
@@ -163,6 +176,7 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
     from doctor.check import CheckOptions, run_check
     from doctor.sources import Workload
 
+    endpoint = _endpoint(target, endpoint)
     if targets_file:
         if endpoint or snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
@@ -212,7 +226,7 @@ def _render(run: Any, fmt: str, verbose: bool) -> None:
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
-def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
              active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
@@ -229,6 +243,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
     from doctor.snapshot import build_snapshot, write_snapshot
     from doctor.sources import Workload
 
+    endpoint = _endpoint(target, endpoint)
     if not endpoint:
         raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
     if metrics_file or server_info_file or nvidia_smi_file:

@@ -34,7 +34,7 @@ def _summary(run: CheckRun) -> str:
 def _verdict(run: CheckRun) -> str:
     findings = run.diagnosis.findings
     if run.unreachable:
-        return ("NOT EXAMINED — the endpoint did not answer as an LLM server (why: the llmdoctor: line)"
+        return ("NOT EXAMINED — no LLM server answered; the reason is the `llmdoctor:` line on stderr"
                 + (f"; {len(findings)} finding(s) from the offline inputs" if findings else ""))
     if not findings:
         return "no findings"
