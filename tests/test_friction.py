@@ -5,6 +5,7 @@ argument, a typo'd command. Real HTTP over loopback, replaying the real vLLM 0.3
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared, run_cli
@@ -81,3 +82,39 @@ def test_a_mistyped_command_suggests_the_nearest(typed: str, meant: str) -> None
 def test_an_unknown_command_far_from_any_says_so_without_a_guess() -> None:
     result = run_cli("zzzz")
     assert result.returncode == 2 and "No such command 'zzzz'" in result.stderr and "Did you mean" not in result.stderr
+
+
+def _lint_json(command: str) -> dict:
+    result = run_cli("lint", "--format", "json", command)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_an_environment_prefix_secret_is_in_the_environment_not_in_argv() -> None:
+    token = "hf_scenarioPrefixToken0123456789"
+    command = f"HF_TOKEN={token} vllm serve Qwen/Qwen3-8B --enable-auto-tool-choice --tool-call-parser hermes"
+    doc = _lint_json(command)
+    found = {f["id"]: f for f in doc["findings"]}
+    assert "secret-in-command" not in found  # nothing secret in argv: `ps` does not show it
+    finding = found["secret-in-env-prefix"]
+    assert "not in argv" in finding["what"] and "/proc/PID/environ" in finding["what"]
+    assert "shell history" in finding["what"]
+    flags_in_fix = set(re.findall(r"--[a-z][a-z0-9-]+", finding["fix"]))
+    assert flags_in_fix <= set(re.findall(r"--[a-z][a-z0-9-]+", command))  # no --api-key it does not have
+    text = run_cli("lint", "-v", command)
+    assert token not in text.stdout + text.stderr
+
+
+def test_a_secret_flag_fix_names_the_flag_the_command_has() -> None:
+    doc = _lint_json("HF_TOKEN=hf_scenarioPrefixToken0123456789 vllm serve Qwen/Qwen3-8B --api-key sk-scenario0123456789ab")
+    found = {f["id"]: f for f in doc["findings"]}
+    assert found["secret-in-command"]["what"].startswith("--api-key is given on the command line")
+    assert "Remove --api-key" in found["secret-in-command"]["fix"]
+    assert [e["value"] for e in found["secret-in-env-prefix"]["evidence"]] == [["HF_TOKEN"]]
+
+
+def test_a_docker_env_secret_stays_a_command_line_secret() -> None:
+    doc = _lint_json("docker run --gpus all -e HF_TOKEN=hf_scenarioPrefixToken0123456789 vllm/vllm-openai:v0.10.1 "
+                     "--model Qwen/Qwen3-8B")
+    found = {f["id"]: f for f in doc["findings"]}
+    assert "secret-in-command" in found and "secret-in-env-prefix" not in found  # docker's argv shows -e values
