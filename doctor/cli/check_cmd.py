@@ -29,7 +29,7 @@ Examples:
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
 3 the endpoint could not be examined at all (unreachable, or not an LLM server) — partial results are
-still printed.
+still printed, the reason once on stderr; 4 internal error (a bug in llmdoctor: please report it).
 """
 
 SNAPSHOT_EPILOG = """\b
@@ -40,7 +40,8 @@ Examples:
   llmdoctor check --snapshot incident.json
 
 \b
-Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all (nothing is written).
+Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all (nothing is written);
+4 internal error (a bug in llmdoctor: please report it).
 """
 
 
