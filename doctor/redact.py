@@ -46,10 +46,21 @@ def redact_text(text: str) -> str:
     """Mask secrets that show by their shape or by a ``name=value`` next to them, in free text."""
     if not text:
         return text
+    return _redact_flag_pairs_in_text(_mask_assignments(redact_shapes(text)))
+
+
+def redact_shapes(text: str) -> str:
+    """Mask only what a secret's shape gives away: a URL's password, a bearer token, well-known token prefixes.
+
+    Safe on any finished document (JSON, Markdown, HTML, text): it never touches quotes or structure, so every
+    output llmdoctor writes passes through it last (doctor.cli.common.emit, doctor.outio.write_atomic, the
+    one-line errors) — a model path or --config given as ``https://user:pass@host/m`` is masked wherever it is
+    echoed, in every line of every format."""
+    if not text:
+        return text
     text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _TOKEN_SHAPES.sub(MASK, text)
-    return _redact_flag_pairs_in_text(_mask_assignments(text))
+    return _TOKEN_SHAPES.sub(MASK, text)
 
 
 def _mask_assignments(text: str) -> str:

@@ -109,7 +109,9 @@ def run() -> int:
         click.echo(f"llmdoctor: {redact_text(' '.join(exc.format_message().split()))}{hint}", err=True)
         return 2
     except DoctorError as exc:
-        click.echo(f"llmdoctor: {exc}", err=True)
+        from doctor.redact import redact_text
+
+        click.echo(f"llmdoctor: {redact_text(str(exc))}", err=True)
         return exc.exit_code
     except BrokenPipeError:
         # `llmdoctor ... | head`: the reader left; nothing to report.
@@ -121,7 +123,9 @@ def run() -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
         if os.environ.get("LLMDOCTOR_DEBUG"):
             raise
-        detail = " ".join(str(exc).split())
+        from doctor.redact import redact_text
+
+        detail = redact_text(" ".join(str(exc).split()))
         click.echo(
             f"llmdoctor: internal error: {type(exc).__name__}: {detail} "
             "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
