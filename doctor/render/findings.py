@@ -7,6 +7,8 @@ on-call engineer sees what is still unknown and which flag would tell.
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from doctor.findings import Finding, Unchecked
@@ -14,6 +16,7 @@ from doctor.humanize import readable
 from doctor.render.text import fit_line, labelled, width, wrap
 
 _COLORS = {"critical": "red", "warning": "yellow", "info": "cyan"}
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 NO_FINDINGS = "No findings: nothing in the facts matches a known cause."
 
 
@@ -83,11 +86,14 @@ def _distinct(finding: Finding) -> list:
 def unchecked_line(unchecked: list[Unchecked]) -> str:
     """"Could not check" as one line: how many causes, and the single input that would decide the most of them."""
     causes = list(dict.fromkeys(u.cause for u in unchecked))
-    decides: dict[str, set[str]] = {}
+    # Hints are grouped by the flag they name ("pass --config PATH|REPO …" and "pass --config of the served
+    # checkpoint …" are one input); the first wording seen is shown.
+    decides: dict[str, tuple[str, set[str]]] = {}
     for item in unchecked:
         for hint in item.hint.split("; "):
-            decides.setdefault(hint, set()).add(item.cause)
-    best, covered = max(decides.items(), key=lambda kv: len(kv[1]))
+            flag = _FLAG.search(hint)
+            decides.setdefault(flag.group(0) if flag else hint, (hint, set()))[1].add(item.cause)
+    best, covered = max(decides.values(), key=lambda entry: len(entry[1]))
     if len(causes) == 1:
         return f"Could not check {causes[0]}: {best} (-v: why)"
     share = "all" if len(covered) == len(causes) else f"{len(covered)}"
