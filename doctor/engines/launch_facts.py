@@ -203,7 +203,7 @@ def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[
     if not present:
         return False, ""
     ok = _test(op, value, cond.get("value"))
-    return ok, f"{label} = {value!r}" if ok else ""
+    return ok, f"{label} = {readable(value)}" if ok else ""
 
 
 def _test(op: str, value: Any, expected: Any) -> bool:
