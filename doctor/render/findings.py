@@ -1,8 +1,10 @@
 """Findings for people: the terminal block and the Markdown block every command shares.
 
-Order is the reader's: most severe first, then most certain; each finding says what, why, the evidence
-(fact = value (source) test), the fix and the playbook/seed reference. "Could not check" lines follow, so an
-on-call engineer sees what is still unknown and which flag would tell.
+Order is the reader's: most severe first, then most certain. The text is for someone in an incident: by
+default one screen — the top cause with its fix first, what happens, the facts it rests on and the reference;
+the other findings one line each; "could not check" as one line naming the input that would decide the most.
+``verbose`` shows every finding in full (why, the evidence chain: fact = value (source) test) and every
+undecided cause with its reason. Markdown (tickets) always has the full detail.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 
 import click
 
-from doctor.findings import Finding, Unchecked
+from doctor.findings import Evidence, Finding, Unchecked
 from doctor.humanize import readable
 from doctor.render.text import fit_line, labelled, width, wrap
 
@@ -75,9 +77,9 @@ def _finding_block(finding: Finding, cols: int, *, verbose: bool) -> list[str]:
     return out
 
 
-def _distinct(finding: Finding) -> list:
+def _distinct(finding: Finding) -> list[Evidence]:
     """Each fact once (a chain may test one fact twice: "is known", then "< 0.78")."""
-    seen: dict[str, object] = {}
+    seen: dict[str, Evidence] = {}
     for item in finding.evidence:
         seen.setdefault(item.fact, item)
     return list(seen.values())
