@@ -12,6 +12,7 @@ vllm_2.prom`` printed ``every 0.05 is about <fit.kv_bytes_per_gpu_per_5pct?> of 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -30,8 +31,13 @@ UNFILLED = re.compile(r"<[a-z][a-z0-9_.]*\?>")
 PBSET = load_playbooks()
 
 
+def _leaf(cond: dict[str, Any], holds: bool) -> frozenset[str]:
+    """One test a path relies on, and whether it held: the facts it read are known, with values that pass it."""
+    return frozenset({json.dumps([cond, holds], sort_keys=True)})
+
+
 def _guaranteed(cond: dict[str, Any]) -> list[frozenset[str]]:
-    """The ways ``cond`` can come out true, each as the fact keys it then has read (three-valued logic: an
+    """The ways ``cond`` can come out true, each as the leaf tests it then rests on (three-valued logic: an
     unknown fact never makes a test true). ``any`` is true through any one branch: one way per branch."""
     if "all" in cond:
         return _product([_guaranteed(c) for c in cond["all"]])
@@ -39,22 +45,26 @@ def _guaranteed(cond: dict[str, Any]) -> list[frozenset[str]]:
         return [way for c in cond["any"] for way in _guaranteed(c)]
     if "not" in cond:
         return _guaranteed_if_false(cond["not"])
-    if cond["op"] == "missing":
-        return [frozenset()]
-    return [frozenset({cond["fact"], *([cond["ref"]] if "ref" in cond else [])})]
+    return [frozenset()] if cond["op"] == "missing" else [_leaf(cond, True)]
 
 
 def _guaranteed_if_false(cond: dict[str, Any]) -> list[frozenset[str]]:
-    """The ways ``cond`` can come out false, each as the fact keys it then has read."""
+    """The ways ``cond`` can come out false, each as the leaf tests it then rests on."""
     if "all" in cond:  # one part false
         return [way for c in cond["all"] for way in _guaranteed_if_false(c)]
     if "any" in cond:  # every part false
         return _product([_guaranteed_if_false(c) for c in cond["any"]])
     if "not" in cond:
         return _guaranteed(cond["not"])
-    if cond["op"] == "exists":
-        return [frozenset()]
-    return [frozenset({cond["fact"], *([cond["ref"]] if "ref" in cond else [])})]
+    return [frozenset()] if cond["op"] == "exists" else [_leaf(cond, False)]
+
+
+def _keys(way: frozenset[str]) -> list[str]:
+    keys = set()
+    for leaf in way:
+        cond, _ = json.loads(leaf)
+        keys.update([cond["fact"], *([cond["ref"]] if "ref" in cond else [])])
+    return sorted(keys)
 
 
 def _product(parts: list[list[frozenset[str]]]) -> list[frozenset[str]]:
@@ -84,6 +94,24 @@ def _cases() -> list[tuple[str, str, frozenset[str]]]:
 CASES = _cases()
 
 
+def _explain_cases() -> list[tuple[str, int, frozenset[str]]]:
+    """lint's flag explanations (doctor/engines/explain.yaml): each case's text, with what its `when` guarantees,
+    the flag's own fact (the flag is in the command) and the engine (a command was read)."""
+    from doctor.lint import EXPLAIN_PATH
+    from doctor.yamlsafe import load_packaged
+
+    out = []
+    for key, entry in load_packaged(EXPLAIN_PATH).items():
+        for index, case in enumerate(entry.get("cases", ())):
+            for way in _guaranteed(case["when"]) if "when" in case else [frozenset()]:
+                present = _leaf({"fact": key, "op": "exists"}, True) | _leaf({"fact": "launch.engine", "op": "exists"}, True)
+                out.append((key, index, way | present))
+    return out
+
+
+EXPLAIN_CASES = _explain_cases()
+
+
 @cache
 def _real_scenarios() -> tuple[Facts, ...]:
     """The facts of real inputs, one scenario each: every scrape, config (alone and with GPUs), GPU and seed
@@ -111,22 +139,28 @@ DERIVED_TOGETHER = {
 }
 
 
-def _real_facts(known: frozenset[str]) -> Facts:
-    """``known`` with real values, plus every fact that came with one of them in every real scenario that had it
-    (a config read gives model.label with model.attention; a metrics scrape gives no fit.* at all)."""
+def _real_facts(way: frozenset[str]) -> Facts:
+    """The facts a path's tests read, with real values that pass them, plus every fact that came with them in
+    every real scenario where the test held (a config with model.moe true gives model.moe.experts; a metrics
+    scrape gives no fit.* at all). A test no real scenario passes falls back to the scenarios that know its fact."""
+    from doctor.playbook.conditions import evaluate
+
     facts = Facts()
-    keys = set(known).union(*(DERIVED_TOGETHER.get(k, ()) for k in known))
-    for key in sorted(keys):
-        having = [f for f in _real_scenarios() if key in f]
-        if not having:
-            # No real fixture produces this key, yet the path guarantees it: its presence, not its value, is
-            # what matters here, so it is marked as such; nothing is assumed to come with it.
-            facts.set(key, f"[{key}]", "scenario: no real value")
-            continue
-        facts.set(key, having[0].get(key), having[0].fact(key).source)
-        for fact in having[0]:
-            if fact.key not in facts and all(fact.key in other for other in having):
-                facts.set(fact.key, fact.value, fact.source)
+    for leaf in sorted(way):
+        cond, holds = json.loads(leaf)
+        keys = [cond["fact"], *([cond["ref"]] if "ref" in cond else [])]
+        for key in [*keys, *DERIVED_TOGETHER.get(cond["fact"], ())]:
+            having = [f for f in _real_scenarios() if key in f]
+            passing = [f for f in having if key not in keys or evaluate(cond, f).value is holds] or having
+            if not passing:
+                # No real fixture produces this key, yet the path guarantees it: its presence, not its value,
+                # is what matters here, so it is marked as such; nothing is assumed to come with it.
+                facts.set_default(key, f"[{key}]", "scenario: no real value")
+                continue
+            facts.set_default(key, passing[0].get(key), passing[0].fact(key).source)
+            for fact in passing[0]:
+                if all(fact.key in other for other in passing):
+                    facts.set_default(fact.key, fact.value, fact.source)
     return facts
 
 
@@ -140,7 +174,7 @@ def test_every_cause_is_reached_by_a_tree_or_renders_on_its_own() -> None:
 
 @requires_shared
 @pytest.mark.parametrize(("cause_id", "symptom", "known"), CASES,
-                         ids=[f"{c}@{s}:{'+'.join(sorted(k))}" for c, s, k in CASES])
+                         ids=[f"{c}@{s}:{'+'.join(_keys(k))}" for c, s, k in CASES])
 def test_cause_renders_with_only_the_facts_its_path_guarantees(cause_id: str, symptom: str,
                                                               known: frozenset[str]) -> None:
     facts = _real_facts(known)
@@ -154,7 +188,20 @@ def test_cause_renders_with_only_the_facts_its_path_guarantees(cause_id: str, sy
         for field, text in texts.items():
             gaps = UNFILLED.findall(text)
             assert not gaps, (f"{cause_id} ({symptom}) {field} needs {gaps} but its conditions only guarantee "
-                              f"{sorted(known)}: add an or: fallback that says so in words — {text!r}")
+                              f"{_keys(known)}: add an or: fallback that says so in words — {text!r}")
+
+
+@requires_shared
+@pytest.mark.parametrize(("key", "index", "known"), EXPLAIN_CASES,
+                         ids=[f"{k}#{i}:{'+'.join(_keys(w))}" for k, i, w in EXPLAIN_CASES])
+def test_flag_explanation_renders_with_only_the_facts_its_case_guarantees(key: str, index: int,
+                                                                          known: frozenset[str]) -> None:
+    from doctor.lint import EXPLAIN_PATH
+    from doctor.yamlsafe import load_packaged
+
+    text = render(load_packaged(EXPLAIN_PATH)[key]["cases"][index]["why"], _real_facts(known))
+    gaps = UNFILLED.findall(text)
+    assert not gaps, f"explain.yaml {key} case {index} needs {gaps} but only {_keys(known)} are sure: {text!r}"
 
 
 @requires_shared
