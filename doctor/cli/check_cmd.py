@@ -158,7 +158,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @playbooks_option
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
+@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
 def check(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,

@@ -38,7 +38,7 @@ unreadable config).
 @playbooks_option
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact used.")
+@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
          gpu: str | None, context: int | None, users: int | None, text_only: bool, reproducible: bool,
          temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,

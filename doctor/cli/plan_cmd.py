@@ -48,7 +48,7 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 @click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models).")
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each finding's cause happens.")
+@click.option("-v", "--verbose", is_flag=True, help="Also show why each flag is set, the notes, what is left to the engine and every finding in full.")
 def plan(config: str, gpu: str, context: int | None, users: int | None, rps: float | None,
          request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
          weights_dtype: str, model_path: str | None, text_only: bool, fmt: str, fail_on: str, verbose: bool) -> int:
