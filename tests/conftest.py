@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+#: Tests never reach the real Hugging Face Hub: a model id not found locally stays unknown (as with --offline).
+#: The resolution tests clear this and point HF_ENDPOINT at a local stand-in (tests/support/hubserver.py).
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 ROOT = Path(__file__).resolve().parents[1]
 #: ../shared beside the checkout; LLMDOCTOR_SHARED_DIR points elsewhere (tests/test_ci_skips.py uses it).
 SHARED = Path(os.environ.get("LLMDOCTOR_SHARED_DIR") or ROOT.parent / "shared")
