@@ -105,7 +105,7 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
     if run.probes:
         budget = _active_budget(run)
         if budget:
-            out += labelled("active", budget, cols, indent=0)
+            out += labelled("active", budget.removeprefix("active probes: "), cols, indent=0)
     findings, unchecked = run.diagnosis.findings, run.diagnosis.unchecked
     if run.unreachable:
         # The reason is printed once, on stderr; with nothing examined, every cause is "unchecked" and saying
