@@ -120,3 +120,16 @@ def test_values_read_as_text_not_python() -> None:
     assert readable({"flag": "--dtype", "value": "fp8"}) == "flag --dtype · value fp8"
     assert readable([{"flag": "--a", "value": 1}, {"flag": "--b", "value": 2}]) == "flag --a · value 1; flag --b · value 2"
     assert readable(0.004618937644341847) == "0.004619" and readable(2.0) == "2"
+
+
+def test_plan_default_is_readable_and_verbose_has_the_detail() -> None:
+    args = ("plan", "example:seed-mla-moe", "--gpu", "H200:8", "--context", "32k", "--users", "100")
+    short, full = _cli(*args), _cli(*args, "-v")
+    assert short.returncode == full.returncode == 0, short.stderr
+    assert len(short.stdout.splitlines()) <= 65 < len(full.stdout.splitlines())
+    # a reason both engines give is said once (and pointed at), every flag's reason is behind -v
+    assert "as for vLLM 0.33.0 above (-v repeats them)" in short.stdout
+    assert "Left to the engine" not in short.stdout and "Left to the engine" in full.stdout
+    reason = "- MLA: one compressed latent per token, not split by head (TP replicates it); MoE with 256"
+    assert short.stdout.count(reason) == 1 and full.stdout.count(reason) == 2
+    assert "command (-v: why each flag)" in short.stdout and "vllm serve seed-mla-moe" in short.stdout

@@ -76,16 +76,28 @@ def _floor_k(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
 
 
-def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool) -> list[str]:
-    """One engine's design: layout, why, the fit and users, the command; -v adds each flag's reason and notes."""
+def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
+                 said: dict[str, str] | None = None) -> list[str]:
+    """One engine's design: layout, why, the fit and users, the command; -v adds each flag's reason and notes.
+
+    ``said`` (reason → the engine that gave it first): by default a reason another engine already gave is not
+    repeated, only pointed at."""
     from doctor.plan.planner import seed_method
 
     par, cap, fit = p.decision.parallelism, p.capacity, p.capacity.fit
     out = [click.style(p.label, bold=True) + f" · {par.label()}"
            + f" · {_STATUS[p.status][0].lower()}"]
     out.append("  why")
+    repeated = []
     for reason in p.decision.reasons:
+        if said is not None and not verbose and reason in said:
+            repeated.append(said[reason])
+            continue
         out.extend(wrap(reason, cols, "    - ", "      "))
+        if said is not None:
+            said.setdefault(reason, p.label)
+    if repeated:
+        out.append(f"    - the other {len(repeated)} as for {', '.join(dict.fromkeys(repeated))} above (-v repeats them)")
     out.append("  fit")
     out.extend(wrap(f"weights {format_bytes(fit.weights_per_gpu_bytes or 0)}/GPU of "
                     f"{format_bytes(fit.usable_bytes_per_gpu)} usable (memory fraction {p.fraction}: "
@@ -127,9 +139,10 @@ def plan_text(plan: Plan, *, verbose: bool = False) -> str:
     cols = width()
     out = [line for head in _headline(plan) for line in wrap(head, cols, "", "         ")]
     out.extend(wrap(_verdict_line(plan), cols, "", "         "))
+    said: dict[str, str] = {}
     for p in plan.engines.values():
         out.append("")
-        out += _engine_text(plan, p, cols, verbose=verbose)
+        out += _engine_text(plan, p, cols, verbose=verbose, said=said)
     delegated = {d.flag + d.why: d for p in plan.engines.values() for d in p.delegated}
     if delegated and verbose:
         out.append("")
