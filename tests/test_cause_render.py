@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 import seed_commands
-from conftest import SHARED_FIXTURES, requires_shared
+from conftest import ROOT, SHARED_FIXTURES, requires_shared
 
 from doctor.facts import Facts
-from doctor.playbook.engine import render_fix
+from doctor.playbook.engine import _finding, render_fix
 from doctor.playbook.loader import load_playbooks
 from doctor.playbook.template import render
 
@@ -114,8 +114,9 @@ EXPLAIN_CASES = _explain_cases()
 
 @cache
 def _real_scenarios() -> tuple[Facts, ...]:
-    """The facts of real inputs, one scenario each: every scrape, config (alone and with GPUs), GPU and seed
-    command (alone and with a config and GPUs) — the shapes in which users hand inputs over."""
+    """The facts of real inputs, one scenario each: every scrape, config (alone and with GPUs), GPU, seed
+    command (alone and with a config and GPUs), server log and nvidia-smi reading — the shapes in which users
+    hand inputs over."""
     from doctor.check import CheckOptions, run_check
     from doctor.sources import OfflineInputs
 
@@ -127,13 +128,21 @@ def _real_scenarios() -> tuple[Facts, ...]:
     scenarios += [OfflineInputs(gpu=g) for g in ("H200:8", "B300:8", "RTX 4090:2", "MI300X:8")]
     scenarios += [OfflineInputs(command=cmd) for cmd in seeds]
     scenarios += [OfflineInputs(command=cmd, config=str(configs[0]), gpu="B300:8") for cmd in seeds]
+    logs = sorted((SHARED_FIXTURES / "live").glob("*/*.log")) + sorted((SHARED_FIXTURES / "live").glob("*/*/*.log"))
+    logs += sorted((ROOT / "fixtures" / "logs" / "public").glob("*.log"))  # cited public excerpts (SOURCES.md)
+    scenarios += [OfflineInputs(log=str(log)) for log in logs]
+    readings = [p for p in sorted((SHARED_FIXTURES / "nvml").iterdir())  # real nvidia-smi -q -x / table output
+                if p.suffix in (".xml", ".txt") and ("nvidia-smi" in p.name or p.name.startswith("telegraf"))]
+    scenarios += [OfflineInputs(nvidia_smi=str(p)) for p in readings]
     return tuple(run_check(CheckOptions(offline=inputs)).facts for inputs in scenarios)
 
 
 #: Facts one derivation sets together, for keys no real fixture produces (they need a GPU host, a second scrape
 #: or an active probe): what the path guarantees, the derivation guarantees too.
 DERIVED_TOGETHER = {
-    "capacity.ratio": ("capacity.measured_tokens", "capacity.expected_tokens"),  # doctor/derive.py derive_capacity
+    "capacity.ratio": ("capacity.measured_tokens", "capacity.measured_source",  # doctor/derive.py derive_capacity
+                       "capacity.expected_tokens"),
+    "gpu.util_max": ("gpu.util",),  # doctor/derive.py derive_gpu_balance
     "metrics.running_per_ep_rank": ("metrics.running", "launch.ep"),  # doctor/derive.py derive_ep_load
     "launch.misaligned_chunks": ("engine.block_size",),  # doctor/derive.py derive_misaligned_chunks
 }
@@ -149,7 +158,11 @@ def _real_facts(way: frozenset[str]) -> Facts:
     for leaf in sorted(way):
         cond, holds = json.loads(leaf)
         keys = [cond["fact"], *([cond["ref"]] if "ref" in cond else [])]
-        for key in [*keys, *DERIVED_TOGETHER.get(cond["fact"], ())]:
+        together = list(DERIVED_TOGETHER.get(cond["fact"], ()))
+        if cond["fact"] == "log.causes" and cond["op"] == "contains" and holds:
+            # the log parser sets the line that names a cause with it (doctor/logs/parse.py, log.seen.<cause>)
+            together.append(f"log.seen.{cond['value'].replace('-', '_')}")
+        for key in [*keys, *together]:
             having = [f for f in _real_scenarios() if key in f]
             passing = [f for f in having if key not in keys or evaluate(cond, f).value is holds] or having
             if not passing:
@@ -179,12 +192,14 @@ def test_cause_renders_with_only_the_facts_its_path_guarantees(cause_id: str, sy
                                                               known: frozenset[str]) -> None:
     facts = _real_facts(known)
     cause = PBSET.causes[cause_id]
+    playbook = PBSET.playbooks[symptom]
     engines = [None, *sorted(k for k in cause.fix if k != "any")]
     for engine in engines:
         if engine:
             facts.set("launch.engine", engine, "scenario: each engine's fix")
-        texts = {"title": render(cause.title, facts), "what": render(cause.what, facts),
-                 "why": render(cause.why, facts), "fix": render_fix(cause, facts)}
+        # The engine's own finding builder (a cause named by the server log alone reads its log line instead).
+        finding = _finding(cause, {"cause": cause_id}, playbook, [], facts)
+        texts = {"title": finding.title, "what": finding.what, "why": finding.why, "fix": finding.fix}
         for field, text in texts.items():
             gaps = UNFILLED.findall(text)
             assert not gaps, (f"{cause_id} ({symptom}) {field} needs {gaps} but its conditions only guarantee "
