@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def _identity(run: CheckRun) -> list[str]:
     """Target, engine and version, model: what was examined, in the words a ticket title uses."""
     facts = run.facts
-    engine = facts.get("launch.engine") or facts.get("server.engine")
+    engine = facts.get("launch.engine") or facts.get("server.engine") or facts.get("engine.name")
     version = facts.get("server.version") or facts.get("launch.version")
     model = facts.get("server.model") or facts.get("launch.model") or facts.get("model.name")
     where = run.target.display() if run.target else "offline inputs"
