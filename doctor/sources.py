@@ -52,6 +52,8 @@ class OfflineInputs:
     #: a config's content instead of a path (replayed snapshots carry it); ``config`` is then its name
     config_json: dict[str, Any] | None = None
     gpu: str | None = None
+    #: --gpu-mem SIZE: the memory of each GPU, over the catalog's or NVML's (a 48 GB RTX 4090, an unknown GPU)
+    gpu_mem: str | None = None
     nvidia_smi: str | None = None  # path
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
@@ -213,10 +215,44 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     return out
 
 
-def gpu_facts_for(spec: str) -> Facts:
+def gpu_facts_for(spec: str, gpu_mem: str | None = None) -> Facts:
+    """The gpu.* facts of ``--gpu`` (and ``--gpu-mem``); raises UnknownGpu for a name the catalog lacks without
+    ``--gpu-mem``, which ``gather`` turns into unknown GPU facts."""
     from doctor.hardware.spec import gpu_facts, parse_gpu_spec
 
-    return gpu_facts(parse_gpu_spec(spec), f"--gpu {spec}")
+    memory = _gpu_mem_bytes(gpu_mem)
+    return gpu_facts(parse_gpu_spec(spec, gpu_mem=memory, gpu_mem_text=gpu_mem), f"--gpu {spec}")
+
+
+def _gpu_mem_bytes(gpu_mem: str | None) -> int | None:
+    if gpu_mem is None:
+        return None
+    from doctor.model.units import parse_bytes
+
+    return parse_bytes(gpu_mem, flag="--gpu-mem")
+
+
+def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
+    """--gpu / --gpu-mem into facts. An unknown name does not stop lint/check: its facts stay unknown, with what to
+    pass; an ambiguous one says which variant was assumed; --gpu-mem overrides any other memory source."""
+    from doctor.hardware.spec import UnknownGpu
+
+    if inputs.gpu:
+        try:
+            gpu = gpu_facts_for(inputs.gpu, inputs.gpu_mem)
+        except UnknownGpu as exc:
+            source = f"--gpu {inputs.gpu}"
+            gpu = Facts()
+            gpu.set("gpu.known", False, f"{source}: not in the GPU catalog")
+            gpu.set("gpu.count", exc.count, source)
+            gpu.error("gpu", str(exc))
+            notes.append(f"{exc} — the GPU checks are skipped")
+        facts.update(gpu, overwrite=False)
+        if gpu.get("gpu.assumed"):
+            notes.append(f"--gpu: {gpu.get('gpu.assumed')}")
+    if inputs.gpu_mem:
+        memory = _gpu_mem_bytes(inputs.gpu_mem)
+        facts.set("gpu.memory_bytes", memory, f"--gpu-mem {inputs.gpu_mem}")
 
 
 def nvidia_smi_facts(path: str) -> Facts:
@@ -301,8 +337,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
 
     if inputs.nvidia_smi:
         facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
-    if inputs.gpu:
-        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
+    _gpu_inputs(inputs, facts, gathered.notes)
 
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doctor.errors import InputError
 from doctor.plan.capacity import Capacity, Sizer, default_fraction, seed_method_users
 from doctor.plan.flags import (
     Delegation,
@@ -111,12 +112,11 @@ class Plan:
 def make_plan(request: PlanRequest) -> Plan:
     from doctor.engines.catalog import load_catalog
     from doctor.engines.families import match_family
-    from doctor.hardware.spec import parse_gpu_spec
     from doctor.model.architecture import analyze
     from doctor.model.config import load_config
 
     request.check()
-    gpu = parse_gpu_spec(request.gpu)
+    gpu = _gpu_spec(request)
     loaded = load_config(request.config)
     card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or request.config))
     demand = demand_for(request, card.max_context, card.source)
@@ -136,6 +136,22 @@ def make_plan(request: PlanRequest) -> Plan:
     if plan.status == DOES_NOT_RUN and engines:
         plan.instead = _instead(plan)
     return plan
+
+
+def _gpu_spec(request: PlanRequest) -> GpuSpec:
+    """--gpu (and --gpu-mem): a plan sizes weights and KV against each GPU's memory, so an unknown GPU needs
+    --gpu-mem; with it the plan runs on that memory alone and says what it could not check."""
+    from doctor.hardware.spec import UnknownGpu, parse_gpu_spec
+    from doctor.model.units import parse_bytes
+
+    memory = parse_bytes(request.gpu_mem, flag="--gpu-mem") if request.gpu_mem else None
+    try:
+        return parse_gpu_spec(request.gpu, gpu_mem=memory, gpu_mem_text=request.gpu_mem)
+    except UnknownGpu as exc:
+        near = f"did you mean {', '.join(exc.near)}? " if exc.near else ""
+        raise InputError(f"--gpu: unknown GPU {exc.name!r}; {near}plan needs each GPU's memory to size weights and "
+                         "KV: pass --gpu-mem SIZE (e.g. --gpu-mem 48G) with this name, or a known name "
+                         "(`llmdoctor gpus` lists them)") from None
 
 
 def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: ModelCard, gpu: GpuSpec, demand: Demand,
@@ -168,7 +184,8 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
                         "model.expert_weight_bytes": (weights.expert_bytes, weights.source)}
     gpu_text = f"{gpu.gpu.name}:{gpu.count}"
     check = check_command(argv, version, config=request.config, gpu=gpu_text, context=demand.context,
-                          users=demand.users, text_only=request.text_only, weight_facts=weight_facts)
+                          users=demand.users, text_only=request.text_only, weight_facts=weight_facts,
+                          gpu_mem=request.gpu_mem)
     return EnginePlan(engine, catalog, version, fraction, fraction_source, kv, decision, rows, flags,
                       delegations(card, kv, decision.kv_dtype), notes, argv, command, check)
 

@@ -29,6 +29,7 @@ class PlanRequest:
     weights_dtype: str = "auto"
     model_path: str | None = None
     text_only: bool = False
+    gpu_mem: str | None = None  # --gpu-mem SIZE: each GPU's memory, over the catalog's (or for an unknown GPU)
 
     def check(self) -> None:
         """Reject contradictory or impossible options before any file is read."""

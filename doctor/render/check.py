@@ -69,6 +69,7 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
             out.append(budget)
     if run.unreachable:
         out.append(click.style(f"target unreachable: {run.unreachable}", fg="red"))
+    out += [f"note: {n}" for n in run.gathered.notes]
     out.append("")
     out.append(findings_text(run.diagnosis.findings, run.diagnosis.unchecked, verbose=verbose))
     if verbose:

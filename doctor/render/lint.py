@@ -34,8 +34,8 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     width = _width()
     out = _header(result)
     cmd = result.gathered.command
-    if cmd is not None and cmd.notes:
-        out += [f"note: {n}" for n in cmd.notes]
+    notes = (list(cmd.notes) if cmd is not None else []) + list(result.gathered.notes)
+    out += [f"note: {n}" for n in notes]
     if result.flags:
         out.append("")
         out.append(click.style("Flags", bold=True))
