@@ -215,6 +215,18 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     return out
 
 
+def placeholder_notes(command: LaunchCommand) -> list[str]:
+    """What the output says about placeholders: which values were unknown, which defaults were used."""
+    unknown = [f"{p['flag']} {p['word']}" for p in command.placeholders if p["default"] is None]
+    defaults = [f"{p['flag']} {p['word']} → {p['default']}" for p in command.placeholders if p["default"] is not None]
+    notes = []
+    if unknown:
+        notes.append("placeholders (values unknown, the checks that need them are skipped): " + ", ".join(unknown))
+    if defaults:
+        notes.append("placeholders read as their defaults: " + ", ".join(defaults))
+    return notes
+
+
 def gpu_facts_for(spec: str, gpu_mem: str | None = None) -> Facts:
     """The gpu.* facts of ``--gpu`` (and ``--gpu-mem``); raises UnknownGpu for a name the catalog lacks without
     ``--gpu-mem``, which ``gather`` turns into unknown GPU facts."""
@@ -330,6 +342,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(launch, overwrite="server.engine" not in facts)
             facts.update(parser_since_facts(command), overwrite=False)
             facts.update(spelling_facts(command), overwrite=False)
+            gathered.notes.extend(placeholder_notes(command))
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
     if "launch" not in _namespaces(facts):
@@ -352,6 +365,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             if inputs.config:  # the user named it: that is an input error
                 raise
             facts.error("model", f"model config not found locally ({exc})")
+    elif facts.unknown_reason("launch.model"):
+        facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)

@@ -94,6 +94,9 @@ class LaunchCommand:
     notes: list[str] = field(default_factory=list)
     #: every argument group as given (flag + its values, known or not), redacted, in order
     words: list[list[str]] = field(default_factory=list)
+    #: values the paste does not have (doctor/engines/placeholders.py): {"flag", "dest", "word", "default"};
+    #: a placeholder with no default leaves its flag out of ``flags`` (its value is unknown, not invalid)
+    placeholders: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def catalog_version(self) -> str:
@@ -144,6 +147,7 @@ class LaunchCommand:
             "shape": self.shape, "model": self.model, "image": self.image, "env": self.env,
             "flags": [f.to_dict() for f in self.flags], "positionals": self.positionals,
             "problems": [p.to_dict() for p in self.problems], "notes": self.notes,
+            "placeholders": self.placeholders,
         }
 
 
@@ -257,6 +261,9 @@ class _Walker:
         if raw is None:
             return
         secret = is_secret_name(spec.dest) or is_secret_name(res.option)
+        raw = self._expand(res.option, spec.dest, raw, secret)
+        if raw is None:  # a placeholder without a default: the value is unknown, not invalid
+            return
         value, problem = _typed(spec, raw, res)
         if problem is not None:
             self.cmd.problems.append(Problem("invalid_value", res.token, problem))
@@ -305,6 +312,22 @@ class _Walker:
             take = following[:1]
         self.i += len(take)
         return take
+
+    def _expand(self, flag: str, dest: str, raw: list[str], secret: bool) -> list[str] | None:
+        """The value words with placeholders replaced by their defaults; None when one has no default."""
+        from doctor.engines.placeholders import expand
+
+        out: list[str] = []
+        for word in raw:
+            value, found = expand(word)
+            if found:
+                shown = MASK if secret else word
+                self.cmd.placeholders.append({"flag": flag, "dest": dest, "word": shown,
+                                              "default": None if value is None or secret else value})
+            if value is None:
+                return None
+            out.append(value)
+        return out
 
     def _record(self, fv: FlagValue, spec: FlagSpec, res: Resolution) -> None:
         cmd = self.cmd
@@ -394,8 +417,20 @@ class _Walker:
 
     # -- positionals, model, env -----------------------------------------------------------
     def _positionals(self, words: list[str]) -> None:
+        from doctor.engines.placeholders import expand
+
         for word in words:
             self.cmd.words.append([word])
+            value, found = expand(word)
+            is_model = self.positional_model and self.cmd.model is None and not self.cmd.positionals
+            if found:
+                self.cmd.placeholders.append({"flag": "model (positional)" if is_model else "argument",
+                                              "dest": "model" if is_model else None, "word": word, "default": value})
+                if value is None:
+                    if is_model:
+                        self.positional_model = False  # the model is unknown: a later word is no model either
+                    continue  # `$EXTRA_ARGS`: arguments the paste does not show, not a stray positional
+                word = value
             if self.positional_model and self.cmd.model is None and not self.cmd.positionals:
                 self.cmd.model, self.cmd.model_source = word, "positional"
             else:
