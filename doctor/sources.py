@@ -81,7 +81,7 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
-                    raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
+                    raw: dict[str, Any] | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
     """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
     describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
     or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
@@ -107,6 +107,11 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
+    from doctor.model.memory import (
+        release_kv_facts,  # the release's MLA layout (vLLM cached every head < 0.7.1)
+    )
+
+    facts.update(release_kv_facts(card, loaded.raw, engine, engine_version, str(facts.get("model.kv_dtype"))))
     if loaded.path is not None:
         facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
     return card, facts
@@ -357,9 +362,13 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         try:
             gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
                                                    engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
-                                                   raw=inputs.config_json)
+                                                   raw=inputs.config_json,
+                                                   engine_version=_orderable_version(facts.get("launch.version")))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
+            from doctor.model.memory import non_kv_facts
+
+            facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
             _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
             if inputs.config:  # the user named it: that is an input error

@@ -123,7 +123,7 @@ def make_plan(request: PlanRequest) -> Plan:
     weights = plan_weights(card, request.weights_dtype, model_path=request.model_path)
     model_path = request.model_path or default_model_path(request.config)
     family = match_family(architectures=list(card.architectures), model_type=card.model_type, name=model_path)
-    sizer = Sizer(card, weights, gpu.gpu.memory_bytes)
+    sizer = Sizer(card, weights, gpu.gpu.memory_bytes, gpu.gpu.name)
     engines, unsupported = {}, {}
     for engine in request.engines:
         why = sizer.unsupported(engine)
