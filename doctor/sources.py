@@ -252,9 +252,9 @@ def _gpu_mem_bytes(gpu_mem: str | None) -> int | None:
 def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
     """--gpu / --gpu-mem into facts. An unknown name does not stop lint/check: its facts stay unknown, with what to
     pass; an ambiguous one says which variant was assumed; --gpu-mem overrides any other memory source."""
-    from doctor.hardware.spec import UnknownGpu
-
     if inputs.gpu:
+        from doctor.hardware.spec import UnknownGpu  # lazy: a lint without --gpu never loads the catalog
+
         try:
             gpu = gpu_facts_for(inputs.gpu, inputs.gpu_mem)
         except UnknownGpu as exc:

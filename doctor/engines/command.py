@@ -315,6 +315,8 @@ class _Walker:
 
     def _expand(self, flag: str, dest: str, raw: list[str], secret: bool) -> list[str] | None:
         """The value words with placeholders replaced by their defaults; None when one has no default."""
+        if not any(_may_hold_placeholder(word) for word in raw):
+            return raw
         from doctor.engines.placeholders import expand
 
         out: list[str] = []
@@ -417,11 +419,9 @@ class _Walker:
 
     # -- positionals, model, env -----------------------------------------------------------
     def _positionals(self, words: list[str]) -> None:
-        from doctor.engines.placeholders import expand
-
         for word in words:
             self.cmd.words.append([word])
-            value, found = expand(word)
+            value, found = _expand_word(word)
             is_model = self.positional_model and self.cmd.model is None and not self.cmd.positionals
             if found:
                 self.cmd.placeholders.append({"flag": "model (positional)" if is_model else "argument",
@@ -444,6 +444,19 @@ class _Walker:
             if dest in by_dest and cmd.model is None:
                 cmd.model, cmd.model_source = str(by_dest[dest].value), by_dest[dest].option
 
+
+
+def _may_hold_placeholder(word: str) -> bool:
+    """Cheap test before the placeholder scan (doctor/engines/placeholders.py is imported only when needed)."""
+    return "$" in word or "{{" in word or "<" in word or "`" in word
+
+
+def _expand_word(word: str) -> tuple[str | None, list[Any]]:
+    if not _may_hold_placeholder(word):
+        return word, []
+    from doctor.engines.placeholders import expand
+
+    return expand(word)
 
 
 def _shell_word(word: str, first: bool) -> str:
