@@ -196,7 +196,7 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
     from doctor.hardware.spec import UnknownGpu
-    from doctor.model.config import load_config
+    from doctor.model.resolve import resolve_model
     from doctor.sources import command_facts, gpu_facts_for, model_facts_for
 
     # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
@@ -208,7 +208,7 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
                               "gpu": offline.gpu, "gpu_mem": offline.gpu_mem, "workload": vars(offline.workload)}
     if offline.config:
-        loaded = load_config(offline.config)
+        loaded = resolve_model(offline.config, offline=offline.offline).config
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
     return inputs

@@ -13,7 +13,6 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
 #: Recorded files a user may pass are read with this cap: the live probes' body cap (doctor.probes.base), since a
 #: saved /metrics or /server_info is one such body (a real /metrics of 64 DP ranks is a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024
-#: generation_config.json beside a config is a few hundred bytes; past this it is not one.
-_GENERATION_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -58,6 +55,8 @@ class OfflineInputs:
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
     workload: Workload = field(default_factory=Workload)
+    #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
+    offline: bool = False
 
 
 @dataclass
@@ -81,20 +80,21 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
-                    raw: dict[str, Any] | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
-    """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
-    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
-    or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
+                    raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
+                    launch_quantization: str | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
+    """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
+    ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
+    The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
+    precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
+    release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py).
     """
-    from doctor.model.config import LoadedConfig, load_config
+    from doctor.model.resolve import model_card
 
-    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
-    # Only now the analysis (~40 ms of imports): a live check often finds no config on this machine.
-    from doctor.model.architecture import analyze
+    sized = model_card(spec, raw=raw, offline=offline, served_name=served, launch_quantization=launch_quantization)
+    card = sized.card
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:
         try:
@@ -107,13 +107,17 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
-    from doctor.model.memory import (
-        release_kv_facts,  # the release's MLA layout (vLLM cached every head < 0.7.1)
-    )
+    from doctor.model.memory import release_kv_facts
 
-    facts.update(release_kv_facts(card, loaded.raw, engine, engine_version, str(facts.get("model.kv_dtype"))))
-    if loaded.path is not None:
-        facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
+    resolved = sized.resolved
+    facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
+                                  str(facts.get("model.kv_dtype"))))
+    facts.set("model.resolved_from", resolved.origin, resolved.where)
+    facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
+    if resolved.chat_template is not None:
+        facts.set("model.chat_template", resolved.chat_template, resolved.chat_template_source)
+    if resolved.origin != "given":
+        facts.update(generation_defaults(resolved.generation, resolved.generation_source or "generation_config.json"))
     return card, facts
 
 
@@ -130,9 +134,10 @@ def _dsa_auto_kv(engine: str, sm: int) -> str:
 def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     """`--quantization fp8` on a 16-bit checkpoint: the engine quantizes while loading, so the GPUs hold FP8."""
     out = Facts()
-    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8":
+    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8" \
+            or facts.get("model.same_checkpoint") is False:  # then the served checkpoint was sized already
         return out
-    from doctor.plan.weights import plan_weights
+    from doctor.model.weights import plan_weights
 
     weights = plan_weights(card, "fp8", model_path=None)
     out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
@@ -140,26 +145,18 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     return out
 
 
-def generation_defaults(path: Path) -> Facts:
+def generation_defaults(data: dict[str, Any] | None, source: str) -> Facts:
     """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
-    import json
-
-    from doctor.inio import read_text_capped
-
     out = Facts()
-    try:
-        data = json.loads(read_text_capped(path, limit=_GENERATION_CONFIG_BYTES, label=str(path))) \
-            if path.is_file() else None
-    except (InputError, ValueError, RecursionError):
-        data = None
+    name = source.rsplit("/", 1)[-1].rsplit(": ", 1)[-1]
     if not isinstance(data, dict):
-        out.error("model.default_temperature", f"no readable {path.name} next to config.json")
+        out.error("model.default_temperature", f"no readable {name} beside config.json")
         return out
     temperature = data.get("temperature") if data.get("do_sample", True) is not False else 0
     if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
-        out.set("model.default_temperature", float(temperature), f"{path.name}:temperature")
+        out.set("model.default_temperature", float(temperature), f"{source}:temperature")
     else:
-        out.set("model.default_temperature", None, f"{path.name}: no temperature")
+        out.set("model.default_temperature", None, f"{source}: no temperature")
     return out
 
 
@@ -179,8 +176,15 @@ def family_facts(facts: Facts) -> Facts:
     if engine is None:
         out.set("model.family", found.id, "doctor/engines/families.yaml")
         out.error("expect", "the engine is not known, so neither are its parser names")
-        return out
-    return expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    else:
+        out = expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
+        from doctor.model.names import NAME_ONLY
+
+        for key in ("model.family", "model.family_variant", "model.family_alternatives"):
+            if key in out:  # no config to confirm it: the name alone decided
+                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
+    return out
 
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
@@ -360,20 +364,28 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:
         try:
-            gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
-                                                   engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
-                                                   raw=inputs.config_json,
-                                                   engine_version=_orderable_version(facts.get("launch.version")))
+            gathered.card, model = model_facts_for(
+                config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"), engine=facts.get("launch.engine"),
+                gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
+                served=facts.get("launch.model") or facts.get("server.model_path"),
+                launch_quantization=facts.get("launch.quantization"),
+                engine_version=_orderable_version(facts.get("launch.version")))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             from doctor.model.memory import non_kv_facts
 
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
-            _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
-            if inputs.config:  # the user named it: that is an input error
+            from doctor.model.names import name_facts
+            from doctor.model.resolve import ModelNotResolved
+
+            # A config the user named that is wrong is bad input; a repo found nowhere (gated, not on the Hub,
+            # Hub unreachable, offline) is not: the run carries on with the model unknown, and says why.
+            if inputs.config and not isinstance(exc, ModelNotResolved):
                 raise
-            facts.error("model", f"model config not found locally ({exc})")
+            facts.error("model", f"model config not found ({exc})")
+
+            facts.update(name_facts(config_spec), overwrite=False)
     elif facts.unknown_reason("launch.model"):
         facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
@@ -386,24 +398,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     return gathered
 
 
-def _same_checkpoint(facts: Facts, config_spec: str, *, from_launch: bool) -> None:
-    """Is the config the served checkpoint's? A base model's config next to an NVFP4 repo says nothing about
-    the served weights' quantization, so checkpoint-level comparisons must know."""
-    served = facts.get("launch.model") or facts.get("server.model_path")
-    if from_launch or not served:
-        facts.set("model.same_checkpoint", True, "the config was found for the served model" if from_launch
-                  else "no served model named: the config is taken as the checkpoint's")
-        return
-
-    def base(name: str) -> str:
-        return name.replace("__", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".json").lower()
-
-    same = base(str(served)) == base(str(facts.get("model.name") or config_spec))
-    facts.set("model.same_checkpoint", same, f"derived: --config {config_spec} vs served model {served}")
-
-
 def _config_from_launch(facts: Facts) -> str | None:
-    """The model the server loads, if its config can be found on this machine (a path or the HF cache)."""
+    """The model the server loads: a path, a repo id in the HF cache or on the Hub (doctor/model/resolve.py)."""
     return facts.get("launch.model") or facts.get("server.model_path")
 
 

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+#: Tests never reach the real Hugging Face Hub: a model id not found locally stays unknown (as with --offline).
+#: The resolution tests clear this and point HF_ENDPOINT at a local stand-in (tests/support/hubserver.py).
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 SHARED_FIXTURES = SHARED / "fixtures"

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from doctor.cli.plan_cmd import LATENCY, WEIGHT_DTYPES
+from doctor.model.weights import WEIGHT_DTYPES as PLANNER_DTYPES
 from doctor.plan.rules import latency_modes
-from doctor.plan.weights import WEIGHT_DTYPES as PLANNER_DTYPES
 from tests.conftest import SHARED_FIXTURES, requires_shared, run_cli
 
 CONFIGS = SHARED_FIXTURES / "configs"

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
-from doctor.cli.options import playbooks_option, symptom_option, workload_options
+from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,6 +112,7 @@ def offline_options(f: F) -> F:
                      help="A saved /server_info JSON body (offline)."),
         click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
                      help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
+        offline_option,
     ]
     for option in reversed(options):
         f = option(f)
@@ -120,7 +121,7 @@ def offline_options(f: F) -> F:
 
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, workload: Any, gpu_mem: str | None = None) -> Any:
+             nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
     from doctor.sources import OfflineInputs, read_command_file
 
     if command_text and command_file:
@@ -129,7 +130,7 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
         command_text = read_command_file(command_file, "--command-file")
     return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                          nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
-                         workload=workload)
+                         workload=workload, offline=offline)
 
 
 @click.command("check", epilog=CHECK_EPILOG)
@@ -151,7 +152,8 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-          server_info_file: str | None, nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
+          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, context: int | None,
+          users: int | None, text_only: bool,
           reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
           fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -171,15 +173,15 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
         if active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
-    offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
-                       nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), gpu_mem)
-    if not (endpoint or snapshot_file or any((offline.command, offline.config, offline.gpu, offline.metrics,
-                                              offline.server_info, offline.nvidia_smi))):
+    inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
+                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
+    if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
+                                              inputs.server_info, inputs.nvidia_smi))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
                          "and --config (see llmdoctor check --help)")
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=api_key_env, timeout_s=timeout_s,
-                                 sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=offline,
+                                 sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=inputs,
                                  symptoms=symptoms, playbook_dirs=playbook_dirs, active=active, model=model,
                                  active_timeout_s=active_timeout_s))
     _render(run, fmt, verbose)
@@ -218,7 +220,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
              active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              gpu_mem: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
+             nvidia_smi_file: str | None, offline: bool, context: int | None, users: int | None, text_only: bool,
              reproducible: bool, temperature: float | None, output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
 
@@ -235,9 +237,9 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
         raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
     if metrics_file or server_info_file or nvidia_smi_file:
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
-    offline = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
-                       Workload(context, users, reproducible, text_only, temperature), gpu_mem)
-    inputs = snapshot_inputs(offline)
+    given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
+                     Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
+    inputs = snapshot_inputs(given)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     target = Target.parse(endpoint)
     api_key = api_key_from_env(api_key_env) if api_key_env else None
@@ -248,7 +250,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
         click.echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
         return EXIT_UNREACHABLE
     if active:
-        results += active_results(target, probe_opts, results, offline, model=model, timeout_s=active_timeout_s)
+        results += active_results(target, probe_opts, results, given, model=model, timeout_s=active_timeout_s)
     write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")

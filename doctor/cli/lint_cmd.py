@@ -7,7 +7,7 @@ import sys
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
-from doctor.cli.options import playbooks_option, symptom_option, workload_options
+from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
 
 EPILOG = """\b
@@ -31,10 +31,12 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag, "
                                                    "else the newest catalog).")
 @click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
-                                                    "example:NAME (default: the command's model, if found locally).")
+                                                    "example:NAME (default: the command's model: a local path, the HF cache, "
+                                                    "then the Hub).")
 @click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
 @click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
                                                 "RTX 4090) and sizes a GPU the catalog lacks.")
+@offline_option
 @workload_options
 @symptom_option
 @playbooks_option
@@ -42,7 +44,8 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact used.")
 def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
-         gpu: str | None, gpu_mem: str | None, context: int | None, users: int | None, text_only: bool, reproducible: bool,
+         gpu: str | None, gpu_mem: str | None, offline: bool, context: int | None, users: int | None,
+         text_only: bool, reproducible: bool,
          temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
          fail_on: str, verbose: bool) -> int:
     """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
@@ -57,7 +60,7 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
 
     text = _command_text(command, command_file)
     inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
-                           workload=Workload(context, users, reproducible, text_only, temperature))
+                           workload=Workload(context, users, reproducible, text_only, temperature), offline=offline)
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
     from doctor.render.lint import lint_markdown, lint_text
 

@@ -11,7 +11,8 @@ Semantics of a tree (a list of nodes):
   with the facts that were missing, why (the probe's error) and how to learn them.
 
 Confidence: a finding resting on at least one observed fact (a metric, NVML, an active probe) is ``high``;
-otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause.
+otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause — and
+``low`` when a fact it rests on was read from the model's name alone (no config found; doctor/model/names.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import Evidence, Finding, Unchecked, confidence_rank
+from doctor.model.names import NAME_ONLY
 from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.template import render
@@ -143,6 +145,8 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
              facts: Facts) -> Finding:
     evidence = _dedupe(evidence)
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
+    if confidence != "high" and any(NAME_ONLY in e.source for e in evidence):
+        confidence = "low"  # a fact read from the model's name alone (doctor/model/names.py), no config behind it
     return Finding(
         id=cause.id,
         symptom=playbook.symptom,

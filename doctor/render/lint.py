@@ -25,6 +25,14 @@ def _header(result: LintResult) -> list[str]:
         moe = f", MoE {facts.get('model.moe.experts')} experts" if facts.get("model.moe") else ", dense"
         lines.append(f"model: {facts.get('model.name')} — {str(facts.get('model.attention')).upper()}{moe}"
                      + (f", family {facts.get('model.family')}" if facts.get("model.family") else ""))
+        weights = facts.fact("model.weight_bytes")
+        if weights is not None and isinstance(weights.value, int):
+            how = "exact, safetensors headers" if facts.get("model.weight_source") == "safetensors" else "estimate"
+            lines.append(f"weights: {weights.value / 2**30:.1f} GiB ({how})"
+                         + (f" — {weights.source[weights.source.index('assumed'):]}" if "assumed" in weights.source
+                            else ""))
+    elif facts.unknown_reason("model"):
+        lines.append(f"model: unknown — {facts.unknown_reason('model')}")
     if "gpu.name" in facts:
         lines.append(f"gpus: {facts.get('gpu.count') or '?'}× {facts.get('gpu.name')} (sm_{facts.get('gpu.sm')})")
     return lines

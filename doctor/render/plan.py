@@ -33,7 +33,9 @@ def _headline(plan: Plan) -> list[str]:
         + (f" · family {plan.family.id}" if plan.family else ""),
         f"weights  {format_bytes(plan.weights.total_bytes)} at {plan.weights.detail}"
         + (" (quantized while loading)" if plan.weights.online else "")
-        + (" (another checkpoint)" if plan.weights.other_checkpoint else ""),
+        + (" (another checkpoint)" if plan.weights.other_checkpoint else "")
+        + (f"; assumed: {plan.weights.assumed}" if plan.weights.assumed else "")
+        + (" (exact: safetensors headers)" if plan.weights.stored else ""),
         f"traffic  {format_tokens(demand.context)} tokens per request · {users} · latency {demand.latency}",
     ]
     if plan.gpu.assumed:
