@@ -198,6 +198,33 @@ def test_gpt_oss_non_kv_is_counted() -> None:
     assert result.predicted < 12.6
 
 
+
+@requires_shared
+def test_check_reads_the_release_layout_and_the_non_kv_reserve() -> None:
+    """Through the CLI (`check` offline, whose JSON carries the facts): an old vLLM on DeepSeek-V2-Lite is sized per head (and 0.7.1 forces prefix caching off);
+    a gpt-oss-120b launch on an H100 has its sampler pass taken off the KV budget."""
+    from conftest import run_cli
+
+    config = str(SHARED_FIXTURES / "configs" / "deepseek-ai__DeepSeek-V2-Lite.json")
+
+    def facts(*args: str) -> dict[str, Any]:
+        result = run_cli("check", "--format", "json", "--config", config, "--gpu", "H100", *args)
+        assert result.returncode in (0, 1), result.stderr
+        return {k: v["value"] for k, v in json.loads(result.stdout)["facts"].items()}
+
+    old = facts("--engine-version", "0.5.1", "--command", "vllm serve deepseek-ai/DeepSeek-V2-Lite")
+    assert old["model.kv_layout"] == "per_head" and old["model.kv_bytes_per_token"] == 442368
+    mla = facts("--engine-version", "0.7.1", "--command", "vllm serve deepseek-ai/DeepSeek-V2-Lite")
+    assert mla["model.kv_layout"] == "latent" and mla["engine.mla_prefix_caching_forced_off"] is True
+    new = facts("--command", "vllm serve deepseek-ai/DeepSeek-V2-Lite")
+    assert new["model.kv_bytes_per_token"] == 31104 and "engine.mla_prefix_caching_forced_off" not in new
+    assert old["fit.kv_tokens"] * 10 < new["fit.kv_tokens"]
+    gpt_oss = run_cli("check", "--format", "json", "--config", str(SHARED_FIXTURES / "configs" / "openai__gpt-oss-120b.json"),
+                      "--gpu", "H100", "--command", "vllm serve openai/gpt-oss-120b --gpu-memory-utilization 0.95")
+    doc = json.loads(gpt_oss.stdout)["facts"]
+    assert doc["engine.non_kv_bytes_per_gpu"]["value"] > 5 * GIB
+    assert "sampler pass over 1024 × 201088" in doc["engine.non_kv_bytes_per_gpu"]["source"]
+
 def report() -> str:
     lines = [f"{'data point':<52} {'check':<6} {'predicted':>12} {'logged':>12} {'error':>8}  detail"]
     for r in all_results():

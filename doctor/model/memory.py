@@ -185,7 +185,12 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
                  + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
-                 + f" + non-torch ({engine} {version or 'newest'}: {found.evidence})")
+                 + " + non-torch"
+                 + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
+                    "allowed the KV is lower still" if card.multimodal else "")
+                 + (f"; CUDA graph memory is also taken off by this release and not modelled"
+                    if values.get("cudagraph_estimate") else "")
+                 + f" ({engine} {version or 'newest'}: {found.evidence})")
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
