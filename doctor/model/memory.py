@@ -188,7 +188,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + " + non-torch"
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
-                 + (f"; CUDA graph memory is also taken off by this release and not modelled"
+                 + ("; CUDA graph memory is also taken off by this release and not modelled"
                     if values.get("cudagraph_estimate") else "")
                  + f" ({engine} {version or 'newest'}: {found.evidence})")
 
