@@ -102,3 +102,14 @@ def test_lint_output_names_the_placeholders() -> None:
     assert "--port ${PORT}" in notes and "${MODEL}" in notes and "${MAX_LEN:-8192} → 8192" in notes
     text = run_cli("lint", "vllm serve ${MODEL} --port ${PORT}").stdout
     assert "placeholders (values unknown" in text
+
+
+def test_env_placeholders() -> None:
+    """`VLLM_USE_V1=$USE_V1 vllm serve …`: the env value is unknown (or its default), never read as written."""
+    cmd = parse_command("VLLM_ATTENTION_BACKEND=$BACKEND HF_TOKEN=$HF_TOKEN VLLM_USE_V1=${V1:-1} vllm serve m")
+    facts = launch_facts(cmd)
+    assert "launch.env.VLLM_ATTENTION_BACKEND" not in facts
+    assert "placeholder" in (facts.unknown_reason("launch.env.VLLM_ATTENTION_BACKEND") or "")
+    assert facts.get("launch.env.VLLM_USE_V1") == "1"
+    assert not cmd.problems_of("secret_flag")  # $HF_TOKEN is a reference, not a secret on the command line
+    assert all("HF_TOKEN" not in str(p["word"]) for p in cmd.placeholders if p["flag"] == "env HF_TOKEN")

@@ -180,8 +180,15 @@ def parse_command(text: str | list[str], *, engine_version: str | None = None,
                         entry=launch.entry, shape=launch.shape, model=None, model_source=None, flags=[],
                         env=redact_env(launch.env), positionals=[], problems=[], image=launch.image, notes=notes)
     _Walker(cmd, launch).run()
-    for name, value in launch.env.items():  # a literal secret in the command (not a secretKeyRef)
-        if is_secret_name(name) and value and not value.startswith("<from "):
+    for name, value in launch.env.items():
+        if value.startswith("<from "):  # a secretKeyRef / configMapKeyRef: the right way, not a placeholder
+            continue
+        expanded, found = _expand_word(value)
+        if found:  # VLLM_X=$VALUE: the shell fills it in; unknown (or its default), never a literal secret
+            cmd.placeholders.append({"flag": f"env {name}", "dest": None, "word": MASK if is_secret_name(name)
+                                     else value, "default": None if is_secret_name(name) else expanded})
+            continue
+        if is_secret_name(name) and value:  # a literal secret in the command (not a secretKeyRef)
             cmd.problems.append(Problem("secret_flag", name, {"env": True}))
     return cmd
 

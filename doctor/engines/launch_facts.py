@@ -49,8 +49,14 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
     for dest, why in holes.items():
         if dest not in cmd.by_dest():
             facts.error(f"launch.flags.{dest}", why)
+    env_holes = {p["flag"][4:]: p for p in cmd.placeholders if p["flag"].startswith("env ")}
     for name, value in cmd.env.items():
-        facts.set(f"launch.env.{name}", value, f"env {name}")
+        hole = env_holes.get(name)
+        if hole is not None and hole["default"] is None:
+            facts.error(f"launch.env.{name}", f"env {name}={hole['word']} is a placeholder in the launch command: "
+                                              "its value is unknown")
+            continue
+        facts.set(f"launch.env.{name}", hole["default"] if hole else value, f"env {name}")
     facts.set("launch.placeholders", list(cmd.placeholders), f"{label}: values the paste does not have")
 
     for key, rule in load_semantics()["facts"].items():
@@ -159,9 +165,9 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
         return None
     if "env" in case:
         name = case["env"]
-        if name not in cmd.env:
+        if name not in cmd.env or f"launch.env.{name}" not in facts:  # absent, or a placeholder without a value
             return None
-        value: Any = cmd.env[name]
+        value: Any = facts.get(f"launch.env.{name}")
         if case.get("type") == "int":
             try:
                 value = int(value)
@@ -223,7 +229,8 @@ def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[
     elif "fact" in cond:
         present, value, label = cond["fact"] in facts, facts.get(cond["fact"]), cond["fact"]
     elif "env" in cond:
-        present, value, label = cond["env"] in cmd.env, cmd.env.get(cond["env"]), f"env {cond['env']}"
+        key = f"launch.env.{cond['env']}"  # a placeholder without a value is no value (launch_facts sets none)
+        present, value, label = key in facts, facts.get(key), f"env {cond['env']}"
     else:
         return False, ""
     if not present:
