@@ -71,11 +71,13 @@ class Gathered:
 
 # ------------------------------------------------------------------------------------------ single inputs
 def command_facts(text: str | list[str], engine_version: str | None = None,
-                  engine: str | None = None) -> tuple[LaunchCommand, Facts]:
+                  engine: str | None = None, *, observed: bool = False) -> tuple[LaunchCommand, Facts]:
+    """``observed``: the argv of a running process or what a server reports — ``${PORT}`` there is what the engine
+    really received, not a placeholder (doctor/engines/placeholders.py reads pasted commands only)."""
     from doctor.engines.command import parse_command
     from doctor.engines.launch_facts import launch_facts
 
-    command = parse_command(text, engine_version=engine_version, engine=engine)
+    command = parse_command(text, engine_version=engine_version, engine=engine, placeholders=not observed)
     return command, launch_facts(command)
 
 
@@ -340,7 +342,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 break
     if text is not None:
         try:
-            command, launch = command_facts(text, version, engine=facts.get("server.engine"))
+            command, launch = command_facts(text, version, engine=facts.get("server.engine"),
+                                            observed=origin != "--command")
         except InputError as exc:
             if origin == "--command":
                 raise

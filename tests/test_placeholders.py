@@ -113,3 +113,11 @@ def test_env_placeholders() -> None:
     assert facts.get("launch.env.VLLM_USE_V1") == "1"
     assert not cmd.problems_of("secret_flag")  # $HF_TOKEN is a reference, not a secret on the command line
     assert all("HF_TOKEN" not in str(p["word"]) for p in cmd.placeholders if p["flag"] == "env HF_TOKEN")
+
+
+def test_an_observed_argv_is_taken_literally() -> None:
+    """A running process that received `${PORT}` got exactly that (no shell expanded it): invalid, not unknown."""
+    pasted = parse_command(["vllm", "serve", "m", "--port", "${PORT}"])
+    observed = parse_command(["vllm", "serve", "m", "--port", "${PORT}"], placeholders=False)
+    assert pasted.placeholders and not pasted.problems_of("invalid_value")
+    assert not observed.placeholders and observed.problems_of("invalid_value")

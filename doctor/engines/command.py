@@ -155,9 +155,11 @@ class LaunchCommand:
 # Entry point
 # ---------------------------------------------------------------------------------------------
 def parse_command(text: str | list[str], *, engine_version: str | None = None,
-                  engine: str | None = None) -> LaunchCommand:
+                  engine: str | None = None, placeholders: bool = True) -> LaunchCommand:
     """Parse a launch command in any pasted shape. ``engine_version`` overrides the image tag;
-    ``engine`` is only needed for bare argument lists that name no engine."""
+    ``engine`` is only needed for bare argument lists that name no engine.
+    ``placeholders``: read ``${VAR}``, ``{{ .Values.x }}``, ``<model>`` as unknown values (a pasted command); False
+    for an observed process argv, where such a word is what the engine really received."""
     launch = shapes.find_launch(text)
     notes = list(launch.notes)
     chosen = launch.engine or engine
@@ -179,11 +181,11 @@ def parse_command(text: str | list[str], *, engine_version: str | None = None,
     cmd = LaunchCommand(engine=chosen, version=version, version_source=version_source, catalog=catalog,
                         entry=launch.entry, shape=launch.shape, model=None, model_source=None, flags=[],
                         env=redact_env(launch.env), positionals=[], problems=[], image=launch.image, notes=notes)
-    _Walker(cmd, launch).run()
+    _Walker(cmd, launch, placeholders).run()
     for name, value in launch.env.items():
-        if value.startswith("<from "):  # a secretKeyRef / configMapKeyRef: the right way, not a placeholder
+        if value.startswith("<from "):  # a secretKeyRef / configMapKeyRef: the right way to pass it
             continue
-        expanded, found = _expand_word(value)
+        expanded, found = _expand_word(value) if placeholders else (value, [])
         if found:  # VLLM_X=$VALUE: the shell fills it in; unknown (or its default), never a literal secret
             cmd.placeholders.append({"flag": f"env {name}", "dest": None, "word": MASK if is_secret_name(name)
                                      else value, "default": None if is_secret_name(name) else expanded})
@@ -232,8 +234,9 @@ def _guess_engine(argv: list[str]) -> str:
 # Walking the arguments
 # ---------------------------------------------------------------------------------------------
 class _Walker:
-    def __init__(self, cmd: LaunchCommand, launch: shapes.Launch) -> None:
+    def __init__(self, cmd: LaunchCommand, launch: shapes.Launch, placeholders: bool = True) -> None:
         self.cmd = cmd
+        self.placeholders = placeholders
         self.cat = cmd.catalog
         self.argv = launch.argv
         self.i = 0
@@ -322,7 +325,7 @@ class _Walker:
 
     def _expand(self, flag: str, dest: str, raw: list[str], secret: bool) -> list[str] | None:
         """The value words with placeholders replaced by their defaults; None when one has no default."""
-        if not any(_may_hold_placeholder(word) for word in raw):
+        if not self.placeholders or not any(_may_hold_placeholder(word) for word in raw):
             return raw
         from doctor.engines.placeholders import expand
 
@@ -428,7 +431,7 @@ class _Walker:
     def _positionals(self, words: list[str]) -> None:
         for word in words:
             self.cmd.words.append([word])
-            value, found = _expand_word(word)
+            value, found = _expand_word(word) if self.placeholders else (word, [])
             is_model = self.positional_model and self.cmd.model is None and not self.cmd.positionals
             if found:
                 self.cmd.placeholders.append({"flag": "model (positional)" if is_model else "argument",
