@@ -31,10 +31,9 @@ _ACT_BYTES = 2
 #: Bytes per (row × vocab) element of V1's sampler pass: bf16 logits, their fp32 copy, softmax probs, the sort's
 #: fp32 values and int64 indices, the top-p cumulative sum (2 + 4 + 4 + 4 + 8 + 4).
 SAMPLER_BYTES_PER_ELEMENT = 26
-#: CUDA context, cuBLAS workspace and allocator slack outside torch's count (vLLM logs 0.2-0.45 GiB on one GPU);
-#: NCCL buffers add to it under tensor parallelism.
-NON_TORCH_BYTES = int(0.35 * GIB)
-NCCL_BYTES = int(0.25 * GIB)
+#: CUDA context, cuBLAS workspace, NCCL and allocator slack outside torch's count: vLLM logged non_torch_memory
+#: 0.35 GiB on one RTX 3090 (vllm issue 10517) and 0.34-0.43 GiB per rank at TP4 (vllm issue 16570).
+NON_TORCH_BYTES = int(0.4 * GIB)
 
 
 @dataclass(frozen=True)
@@ -125,11 +124,6 @@ class NonKV:
     def total(self) -> int:
         return self.activation + self.sampler + self.non_torch
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"total_bytes": self.total, "activation_bytes": self.activation, "sampler_bytes": self.sampler,
-                "non_torch_bytes": self.non_torch, "batched_tokens": self.batched_tokens,
-                "sampler_rows": self.sampler_rows, "source": self.source}
-
 
 def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
     """The first serve-defaults tier this GPU matches (by name and memory, as the engine's arg_utils picks)."""
@@ -181,7 +175,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     if values.get("sampler") and card.vocab_size:
         rows = min(max_num_seqs, max_num_batched_tokens)
         sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
-    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if tp > 1 else 0)
+    non_torch = NON_TORCH_BYTES
     return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
                  + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
