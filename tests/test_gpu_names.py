@@ -70,7 +70,8 @@ def test_a_leading_number_is_a_count_only_when_the_rest_is_a_gpu(text: str, name
 
 @pytest.mark.parametrize("text,assumed", [
     ("a100", "A100 80GB"), ("H100", "H100"), ("V100", "V100 16GB"), ("RTX 6000", "RTX 6000 Ada"),
-    ("GH200", "GH200"),
+    ("GH200", "GH200"), ("V100 SXM2", "V100 16GB"), ("A100 PCIe", "A100 80GB PCIe"), ("4060 Ti", "RTX 4060 Ti"),
+    ("RTX PRO 5000", "RTX PRO 5000"),
 ])
 def test_ambiguous_names_say_what_they_assumed(text: str, assumed: str) -> None:
     spec = parse_gpu_spec(text)
