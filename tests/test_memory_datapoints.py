@@ -62,7 +62,7 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
         path = SHARED_FIXTURES / "configs" / point["config"]
         raw, name = json.loads(path.read_text(encoding="utf-8")), str(path)
     return model_facts_for(name, kv_cache_dtype=flags.get("kv_cache_dtype"), engine=point["engine"], raw=raw,
-                           engine_version=point["version"])
+                           engine_version=point["version"], served=point.get("served"))
 
 
 def _per_gpu_bytes(point: dict[str, Any], facts: Any) -> float:
@@ -152,7 +152,9 @@ def test_table_is_cited_and_large_enough() -> None:
 
 @requires_shared
 def test_at_least_80_percent_within_15_percent() -> None:
-    """One verdict per data point: its primary check (the first listed) within ±15 % of what the engine logged."""
+    """One verdict per data point: its primary check (the first listed) within ±15 % of what the engine logged.
+    Second checks are reported (python tests/test_memory_datapoints.py) but do not count: the full prediction
+    of a V1 MoE pool (Qwen3-235B-FP8 on 4×H100) is one of the misses the table keeps in view."""
     primary = {}
     for result in all_results():
         primary.setdefault(result.id, result)
