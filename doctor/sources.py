@@ -57,6 +57,9 @@ class OfflineInputs:
     workload: Workload = field(default_factory=Workload)
     #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
     offline: bool = False
+    log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
+    log_excerpt: dict[str, Any] | None = None
 
 
 @dataclass
@@ -218,11 +221,19 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     so a fix must use the spelling of the catalog the command was read with.
     """
     out = Facts()
+    if command.engine == "vllm":  # --cuda-graph-sizes until 0.11, --cudagraph-capture-sizes from 0.13
+        modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
+        out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
+                f"engine catalog vllm {command.catalog.version}")
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
         modern = command.catalog.resolve("--attn-dp-size") is not None
         out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
                 f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
+        # 0.5.20+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode)
+        per_phase = command.catalog.resolve("--cuda-graph-max-bs-decode") is not None
+        out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
+                f"engine catalog sglang {command.catalog.version}")
     return out
 
 
@@ -307,6 +318,24 @@ def server_info_facts(path: str) -> Facts:
     return facts
 
 
+def log_input_facts(inputs: OfflineInputs) -> Facts:
+    """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
+    from doctor.logs.source import read_log_input, replay_excerpt
+
+    reading = replay_excerpt(inputs.log_excerpt) if inputs.log_excerpt is not None else read_log_input(inputs.log)
+    return reading.facts
+
+
+def log_engine_facts(facts: Facts) -> None:
+    """The engine and release a log names, when no launch command could be read: fixes then speak its flags."""
+    for key, source in (("launch.engine", "log.engine"), ("launch.version", "log.version")):
+        fact = facts.fact(source)
+        if fact is not None and fact.value and key not in facts:
+            facts.set(key, fact.value, fact.source)
+    facts.error("launch", facts.unknown_reason("log.launch_command") or
+                "no launch command (pass --command; the log did not print the engine's arguments)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -333,12 +362,15 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
+    if inputs.log or inputs.log_excerpt:
+        facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
-    if text is None:  # no --command: the one the server reports, or the listening process's argv
-        for key in ("server.launch_command", "process.argv"):
+    if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
+        for key in ("server.launch_command", "process.argv", "log.launch_command"):
             if facts.get(key):
                 text, origin = facts.get(key), key
-                version = version or facts.get("server.version") or facts.get("launch.version")
+                version = version or facts.get("server.version") or facts.get("launch.version") or \
+                    facts.get("log.version")
                 break
     if text is not None:
         try:
@@ -357,6 +389,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             gathered.notes.extend(placeholder_notes(command))
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
+    if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
+        log_engine_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 

@@ -22,6 +22,8 @@ Examples:
   llmdoctor check --command "$(cat launch.sh)" --config ~/models/GLM-5.2 --gpu 8xB300 --symptom launch-failure
   llmdoctor check --metrics scrape.prom --server-info server_info.json --config Qwen/Qwen3-8B
   llmdoctor check --snapshot incident-4711.json --format markdown
+  llmdoctor check --log /var/log/vllm/server.log
+  journalctl -u vllm --since -1h | llmdoctor check --endpoint localhost:8000 --log -
   llmdoctor check --targets fleet.yaml --timeout 2
 
 \b
@@ -35,6 +37,7 @@ Examples:
   llmdoctor snapshot --endpoint localhost:30000 -o incident.json
   llmdoctor snapshot --endpoint localhost:8000 --active -o tools.json
   llmdoctor snapshot --endpoint localhost:8000 --sample 10 --config Qwen/Qwen3-8B --gpu H100:2 -o s.json
+  llmdoctor snapshot --endpoint localhost:8000 --log server.log -o s.json   (records the redacted excerpt)
   llmdoctor check --snapshot incident.json
 
 \b
@@ -119,6 +122,19 @@ def offline_options(f: F) -> F:
     return f
 
 
+def log_option(f: F) -> F:
+    return click.option("--log", "log_file", metavar="FILE|-",
+                        help="The engine's server log (vLLM or SGLang; '-' for stdin): start-up facts, the final "
+                             "error, and the causes its lines name. Read head and tail only, however large; "
+                             "secrets redacted.")(f)
+
+
+def _log_input(log_file: str | None, command_file: str | None) -> str | None:
+    if log_file == "-" and command_file == "-":
+        raise InputError("--log - and --command-file - both read standard input: give one of them a file")
+    return log_file
+
+
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
@@ -140,8 +156,9 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
               help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
-                   "command, engine_version) and print a fleet table.")
+                   "command, engine_version, log) and print a fleet table.")
 @offline_options
+@log_option
 @workload_options
 @symptom_option
 @playbooks_option
@@ -152,10 +169,9 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, context: int | None,
-          users: int | None, text_only: bool,
-          reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
-          fmt: str, fail_on: str, verbose: bool) -> int:
+          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
+          context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
+          symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
 
     Live: probes the server's /server_info, /version, /v1/models and /metrics, the process listening on its
@@ -172,11 +188,14 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
         if active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
+        if log_file:
+            raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                       nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
+    inputs.log = _log_input(log_file, command_file)
     if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
-                                              inputs.server_info, inputs.nvidia_smi))):
+                                              inputs.server_info, inputs.nvidia_smi, inputs.log))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
                          "and --config (see llmdoctor check --help)")
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
@@ -213,6 +232,7 @@ def _render(run: Any, fmt: str, verbose: bool) -> None:
 @live_options
 @active_options
 @offline_options
+@log_option
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
@@ -220,8 +240,8 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
              active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              gpu_mem: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, offline: bool, context: int | None, users: int | None, text_only: bool,
-             reproducible: bool, temperature: float | None, output: str) -> int:
+             nvidia_smi_file: str | None, offline: bool, log_file: str | None, context: int | None,
+             users: int | None, text_only: bool, reproducible: bool, temperature: float | None, output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
@@ -239,6 +259,7 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
     given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
                      Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
+    given.log = _log_input(log_file, command_file)
     inputs = snapshot_inputs(given)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     target = Target.parse(endpoint)
