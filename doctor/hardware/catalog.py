@@ -134,15 +134,17 @@ class Resolution:
 @lru_cache(maxsize=1)
 def _ambiguous() -> dict[str, tuple[str, tuple[str, ...]]]:
     """normalized name -> (entry assumed, the entries it may mean): the catalog's ``ambiguous`` section plus every
-    family name (``A100``, ``H100``, ``V100``) whose variants differ in memory or interconnect."""
+    family name (``A100``, ``H100``, ``V100``) whose variants differ in what sizing reads: memory or compute
+    capability (H200 and H200 NVL differ only in interconnect and clocks, so ``H200`` needs no assumption)."""
     from doctor.yamlsafe import load_packaged
 
     models, index = _load()
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     for family in {m.family for m in models if m.family}:
-        members = tuple(m.name for m in models if m.family == family)
-        default = next((m for m in models if m.family == family and m.default), None)
-        if default is not None and len(members) > 1:
+        variants = [m for m in models if m.family == family]
+        members = tuple(m.name for m in variants)
+        default = next((m for m in variants if m.default), None)
+        if default is not None and len({(m.memory_gb, m.sm, m.gfx) for m in variants}) > 1:
             out[normalize(family)] = (default.name, members)
     for i, raw in enumerate(load_packaged(CATALOG_PATH).get("ambiguous") or ()):
         names = (raw.get("assume"), *(raw.get("candidates") or ()))
