@@ -144,8 +144,10 @@ def test_a_cpu_server_is_not_a_gpu_failure(server: Server, checked: dict[str, An
     assert not set(facts) & set(errors), "a key is both known and unknown"
     assert not [u for u in checked["unchecked"] if "--gpu" in u["hint"] and "gpu" in " ".join(u["missing"])]
     text = llmdoctor("check", "--endpoint", server.endpoint).stdout
-    assert re.search(r"^  gpu +n/a ", text, re.M), text
+    assert "gpu n/a (the server runs on CPU" in " ".join(text.split()), text
     assert "failed" not in text
+    verbose = llmdoctor("check", "--endpoint", server.endpoint, "-v").stdout
+    assert re.search(r"^  gpu +n/a ", verbose, re.M), verbose
 
 
 def test_a_healthy_server_has_no_warning_or_critical(checked: dict[str, Any]) -> None:
