@@ -220,6 +220,8 @@ def _hint(key: str, facts: Facts) -> str | None:
         return None
     if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
         return "pass --endpoint of the running server (its measured KV capacity)"
+    if namespace == "fit" and (_given("model", facts) or _given("gpu", facts)):  # ask only for the other one
+        return HINTS["gpu"] if _given("model", facts) else HINTS["model"]
     return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
 
 
