@@ -15,7 +15,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EPILOG = """\b
 Examples:
-  llmdoctor check --endpoint localhost:30000
+  llmdoctor check localhost:30000                 (the same as --endpoint localhost:30000; a bare 30000 is this host)
+  llmdoctor check --endpoint http://10.0.0.5:8000/v1 (an OpenAI base URL: /v1 is where the routes start)
+  llmdoctor check --endpoint https://gateway/team-a/llm   (a proxy's base path is kept: /team-a/llm/v1/models)
   llmdoctor check --endpoint http://10.0.0.5:8000 --api-key-env VLLM_API_KEY --symptom tools-ignored
   llmdoctor check --endpoint localhost:8000 --sample 10 --symptom memory-filling-fast
   llmdoctor check --endpoint localhost:8000 --active --symptom tools-ignored
@@ -29,7 +31,7 @@ Examples:
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
 3 the endpoint could not be examined at all (unreachable, or not an LLM server) — partial results are
-still printed.
+still printed, the reason once on stderr; 4 internal error (a bug in llmdoctor: please report it).
 """
 
 SNAPSHOT_EPILOG = """\b
@@ -41,14 +43,19 @@ Examples:
   llmdoctor check --snapshot incident.json
 
 \b
-Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all (nothing is written).
+Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all (nothing is written);
+4 internal error (a bug in llmdoctor: please report it).
 """
 
 
 def live_options(f: F) -> F:
     options = [
+        click.argument("target", required=False, metavar="[ENDPOINT]"),
         click.option("--endpoint", metavar="URL|HOST:PORT",
-                     help="The server to examine (http://host:port or host:port)."),
+                     help="The server to examine: http://host:port, host:port or a port on this host; a URL's path "
+                          "is a proxy's base path, and a trailing /v1 (an OpenAI base URL) is where the OpenAI "
+                          "routes start — /metrics and the engine's own routes are probed beside it. ENDPOINT "
+                          "(positional) is the same."),
         click.option("--api-key-env", metavar="NAME",
                      help="Name of the environment variable that holds the server's API key (never the key "
                           "itself: a value on the command line is visible to every user of the host)."),
@@ -79,6 +86,13 @@ def active_options(f: F) -> F:
     return f
 
 
+def _endpoint(positional: str | None, option: str | None) -> str | None:
+    """`check localhost:30000` means `check --endpoint localhost:30000`; both at once is ambiguous."""
+    if positional and option:
+        raise InputError(f"give the endpoint once: {positional!r} and --endpoint {option!r} were both given")
+    return option or positional
+
+
 def _active_timeout(active: bool, model: str | None, endpoint: str | None, timeout_s: float) -> float | None:
     """Per-request deadline of the active probes: --timeout when given, else their own default."""
     if model and not active:
@@ -105,6 +119,8 @@ def offline_options(f: F) -> F:
         click.option("--config", metavar="PATH|REPO", help="The model's config.json, directory, HF-cache repo id "
                                                            "or example:NAME."),
         click.option("--gpu", metavar="NAME[:COUNT]", help="The GPUs, when NVML cannot be read here (e.g. H200:8)."),
+        click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog and "
+                                                       "NVML (a 48 GB RTX 4090), and sizes an unknown GPU."),
         click.option("--engine-version", metavar="V", help="Engine version, when neither the server nor an image "
                                                            "tag says."),
         click.option("--metrics", "metrics_file", type=click.Path(dir_okay=False),
@@ -135,14 +151,14 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
 
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, workload: Any, offline: bool = False) -> Any:
+             nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
     from doctor.sources import OfflineInputs, read_command_file
 
     if command_text and command_file:
         raise InputError("give the launch command with --command or --command-file, not both")
     if command_file:
         command_text = read_command_file(command_file, "--command-file")
-    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu,
+    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                          nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
                          workload=workload, offline=offline)
 
@@ -162,13 +178,13 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @playbooks_option
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact gathered.")
-def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
+def check(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
-          gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-          nvidia_smi_file: str | None, offline: bool, log_file: str | None, context: int | None,
-          users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
+          gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
+          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
+          context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
           symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
 
@@ -181,6 +197,7 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
     from doctor.check import CheckOptions, run_check
     from doctor.sources import Workload
 
+    endpoint = _endpoint(target, endpoint)
     if targets_file:
         if endpoint or snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
@@ -190,7 +207,7 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
             raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
-                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline)
+                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     inputs.log = _log_input(log_file, command_file)
     if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
                                               inputs.server_info, inputs.nvidia_smi, inputs.log))):
@@ -234,10 +251,10 @@ def _render(run: Any, fmt: str, verbose: bool) -> None:
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
-def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
+def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
              active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
-             engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
+             gpu_mem: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, offline: bool, log_file: str | None, context: int | None,
              users: int | None, text_only: bool, reproducible: bool, temperature: float | None, output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
@@ -251,12 +268,13 @@ def snapshot(endpoint: str | None, api_key_env: str | None, timeout_s: float, sa
     from doctor.snapshot import build_snapshot, write_snapshot
     from doctor.sources import Workload
 
+    endpoint = _endpoint(target, endpoint)
     if not endpoint:
         raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
     if metrics_file or server_info_file or nvidia_smi_file:
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
     given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
-                     Workload(context, users, reproducible, text_only, temperature), offline)
+                     Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     given.log = _log_input(log_file, command_file)
     inputs = snapshot_inputs(given)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)

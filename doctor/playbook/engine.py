@@ -216,6 +216,8 @@ def _given(namespace: str, facts: Facts) -> bool:
 
 def _hint(key: str, facts: Facts) -> str | None:
     namespace = key.split(".")[0]
+    if key in HINTS:  # a hint for this very fact names the input that gives it (--engine-version)
+        return HINTS[key]
     if _given(namespace, facts):
         return None
     if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
