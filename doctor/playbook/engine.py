@@ -216,12 +216,14 @@ def _given(namespace: str, facts: Facts) -> bool:
 
 def _hint(key: str, facts: Facts) -> str | None:
     namespace = key.split(".")[0]
-    if key in HINTS:  # an input of its own (--engine-version for launch.version), asked even when the command is known
+    if key in HINTS:  # a hint for this very fact names the input that gives it (--engine-version)
         return HINTS[key]
     if _given(namespace, facts):
         return None
     if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
         return "pass --endpoint of the running server (its measured KV capacity)"
+    if namespace == "fit" and (_given("model", facts) or _given("gpu", facts)):  # ask only for the other one
+        return HINTS["gpu"] if _given("model", facts) else HINTS["model"]
     return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
 
 
