@@ -120,11 +120,13 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
     specs = list(specs)
     load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        results = list(pool.map(lambda s: _one(s, timeout_s, symptoms, playbook_dirs), specs))
+        results = list(pool.map(lambda s: check_target(s, timeout_s, symptoms, playbook_dirs), specs))
     return FleetRun(results)
 
 
-def _one(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> TargetResult:
+def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
+                 ) -> TargetResult:
+    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert)."""
     from doctor.check import CheckOptions, run_check
     from doctor.sources import OfflineInputs
 

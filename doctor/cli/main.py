@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "playbook": "doctor.cli.playbook_cmd:playbook",
     "report": "doctor.cli.report_cmd:report",
     "rules": "doctor.cli.rules_cmd:rules",
+    "serve": "doctor.cli.serve_cmd:serve",
+    "mcp": "doctor.cli.mcp_cmd:mcp",
 }
 
 EPILOG = """\b

@@ -67,11 +67,13 @@ class PrivatePrometheus:
     """``with PrivatePrometheus(tmp, data=...) as prom: prom.url``: a running server until the block ends."""
 
     def __init__(self, workdir: Path, *, data: Path | None = None, scrape: list[str] = (),
-                 scrape_interval: str = "1s") -> None:
+                 scrape_interval: str = "1s", rule_files: list[Path] = (), alertmanagers: list[str] = ()) -> None:
         self.workdir = workdir
         self.data = data or workdir / "data"
         self.scrape = list(scrape)
         self.scrape_interval = scrape_interval
+        self.rule_files = list(rule_files)
+        self.alertmanagers = list(alertmanagers)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -87,6 +89,11 @@ class PrivatePrometheus:
                       "      - targets: [" + ", ".join(f'"{t}"' for t in self.scrape) + "]"]
         else:
             lines[-1] = "scrape_configs: []"
+        if self.rule_files:
+            lines += ["rule_files:"] + [f'  - "{f}"' for f in self.rule_files]
+        if self.alertmanagers:
+            lines += ["alerting:", "  alertmanagers:", "    - static_configs:",
+                      "        - targets: [" + ", ".join(f'"{t}"' for t in self.alertmanagers) + "]"]
         path = self.workdir / "prometheus.yml"
         path.write_text("\n".join(lines) + "\n")
         return path
