@@ -22,7 +22,7 @@ SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 FLEET_PROBES = ("server", "metrics")
-_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version"}
+_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "manifest"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class TargetSpec:
     config: str | None = None
     command: str | None = None
     engine_version: str | None = None
+    #: a Kubernetes manifest (doctor/manifest.py) for the command and GPUs the entry does not give
+    manifest: str | None = None
 
     @property
     def shown(self) -> str:
@@ -130,9 +132,14 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
     from doctor.check import CheckOptions, run_check
     from doctor.sources import OfflineInputs
 
-    offline = OfflineInputs(command=spec.command, engine_version=spec.engine_version, config=spec.config,
-                            gpu=spec.gpu)
     try:
+        command, gpu = spec.command, spec.gpu
+        if spec.manifest:
+            from doctor.manifest import read_manifest
+
+            launch = read_manifest(spec.manifest, "manifest")
+            command, gpu = command or launch.command, gpu or launch.gpu
+        offline = OfflineInputs(command=command, engine_version=spec.engine_version, config=spec.config, gpu=gpu)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
                                      probes=FLEET_PROBES))

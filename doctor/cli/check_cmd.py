@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.manifest_opt import manifest_inputs, manifest_option
 from doctor.cli.options import playbooks_option, symptom_option, workload_options
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
@@ -23,6 +24,7 @@ Examples:
   llmdoctor check --metrics scrape.prom --server-info server_info.json --config Qwen/Qwen3-8B
   llmdoctor check --snapshot incident-4711.json --format markdown
   llmdoctor check --targets fleet.yaml --timeout 2
+  kubectl get deploy llm -o yaml | llmdoctor check --endpoint 10.0.0.5:8000 --manifest -
 
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
@@ -137,8 +139,9 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
               help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
-                   "command, engine_version) and print a fleet table.")
+                   "command, manifest, engine_version) and print a fleet table.")
 @offline_options
+@manifest_option
 @workload_options
 @symptom_option
 @playbooks_option
@@ -149,7 +152,7 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-          nvidia_smi_file: str | None, context: int | None, users: int | None, text_only: bool,
+          nvidia_smi_file: str | None, manifest: str | None, context: int | None, users: int | None, text_only: bool,
           reproducible: bool, temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
           fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -168,7 +171,11 @@ def check(endpoint: str | None, api_key_env: str | None, timeout_s: float, sampl
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
         if active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
+        if manifest:
+            raise InputError("--manifest describes one deployment; in a --targets file give each its manifest:")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
+    if manifest:
+        command_text, gpu = manifest_inputs(manifest, bool(command_text or command_file), gpu)
     offline = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                        nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature))
     if not (endpoint or snapshot_file or any((offline.command, offline.config, offline.gpu, offline.metrics,
