@@ -7,8 +7,9 @@ import click
 from doctor.errors import EXIT_OK, InputError
 
 EPILOG = """\b
-Register it with an assistant (e.g. a client's mcpServers configuration):
-  {"mcpServers": {"llmdoctor": {"command": "llmdoctor", "args": ["mcp"]}}}
+Examples:
+  llmdoctor mcp          (started by the assistant's MCP client, which talks to it on stdin/stdout)
+  client configuration:  {"mcpServers": {"llmdoctor": {"command": "llmdoctor", "args": ["mcp"]}}}
 
 \b
 Tools: inspect, lint, plan, check, playbook_show — each returns the JSON of `llmdoctor COMMAND --format json`.
