@@ -83,7 +83,8 @@ def inspect_tool(
              "missing, wrong or harmful. Same JSON as `llmdoctor lint --format json`.")
 def lint_tool(
     command: Annotated[str, Field(description="The launch command in any shape: vllm serve …, python -m "
-                                              "sglang.launch_server …, docker run …, a Kubernetes args list")],
+                                              "sglang.launch_server …, docker run …, a Kubernetes manifest or "
+                                              "args list")],
     config: Annotated[str | None, Field(description="The model's config.json / directory / repo id / "
                                                     "example:NAME")] = None,
     gpu: Annotated[str | None, Field(description="GPUs it runs on, e.g. H200:8")] = None,
@@ -124,6 +125,8 @@ def check_tool(
     engine_version: Annotated[str | None, Field(description="Engine version")] = None,
     metrics: Annotated[str | None, Field(description="Path of a saved /metrics scrape")] = None,
     server_info: Annotated[str | None, Field(description="Path of a saved /server_info JSON body")] = None,
+    manifest: Annotated[str | None, Field(description="Path of a Kubernetes manifest (Deployment, Pod, "
+                                                      "LeaderWorkerSet, …): the launch command and GPUs")] = None,
     symptom: Annotated[str | None, Field(description="Only this symptom's playbook, e.g. memory-filling-fast")] = None,
     api_key_env: Annotated[str | None, Field(description="Name of the environment variable (of this MCP "
                                                          "server) holding the endpoint's API key")] = None,
@@ -134,7 +137,7 @@ def check_tool(
 ) -> dict[str, Any]:
     args = ["check", *_opt("--endpoint", endpoint), *_opt("--snapshot", snapshot), *_opt("--config", config),
             *_opt("--gpu", gpu), *_opt("--engine-version", engine_version), *_opt("--metrics", metrics),
-            *_opt("--server-info", server_info), *_opt("--symptom", symptom), *_opt("--api-key-env", api_key_env),
+            *_opt("--server-info", server_info), *_opt("--manifest", manifest), *_opt("--symptom", symptom), *_opt("--api-key-env", api_key_env),
             "--timeout", str(timeout_s), *_opt("--sample", sample_s or None), "--fail-on", "never"]
     if command is not None:
         args += ["--command-file", "-"]

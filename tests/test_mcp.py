@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,9 +61,15 @@ def _stable(doc: dict[str, Any]) -> str:
     return re.sub(r'"(elapsed_ms|ms|seconds)": [0-9.e+-]+', "", text)
 
 
-def test_tools_schemas_and_same_json_as_the_cli() -> None:
+def test_tools_schemas_and_same_json_as_the_cli(tmp_path: Path) -> None:
+    import yaml
+    from test_manifest import deployment
+
+    manifest = tmp_path / "deploy.yaml"  # SCENARIO manifest (tests/test_manifest.py)
+    manifest.write_text(yaml.safe_dump(deployment()))
     command = SEED_GQA + f" --api-key {SECRET}"
     tools, results = _session([
+        ("check", {"manifest": str(manifest)}),
         ("lint", {"command": command, "gpu": "H200:2", "config": "example:seed-gqa-27b"}),
         ("inspect", {"config": "example:seed-mla-moe", "kv_dtype": "fp8"}),
         ("plan", {"config": "example:seed-mla-moe", "gpu": "H200:8", "context": "32k", "users": 100}),
@@ -76,7 +83,8 @@ def test_tools_schemas_and_same_json_as_the_cli() -> None:
     schema = getattr(by_name["lint"], "input_schema", None) or by_name["lint"].inputSchema
     assert schema["required"] == ["command"]
     assert {"command", "config", "gpu", "engine_version"} <= set(schema["properties"])
-    lint, inspect, plan, check, show, bad_lint, bad_plan = results
+    from_manifest, lint, inspect, plan, check, show, bad_lint, bad_plan = results
+    assert "secret-in-command" in {f["id"] for f in _doc(from_manifest)["findings"]}
 
     cli = {
         "lint": run_cli("lint", "--gpu", "H200:2", "--config", "example:seed-gqa-27b", "--format", "json",

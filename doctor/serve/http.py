@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -34,6 +35,8 @@ class ReceiverServer(ThreadingHTTPServer):
         self.dispatcher = dispatcher
         self.token = token
         self.log = log or (lambda line: None)
+        if ":" in address[0]:  # --listen [::1]:9095
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
 
 
