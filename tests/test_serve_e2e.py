@@ -100,7 +100,10 @@ def test_prometheus_alertmanager_serve_sink(tmp_path: Path) -> None:
         with Receiver(tmp_path, "--targets", str(targets), "--out-dir", str(out), "--notify-url", sink.url("/hook"),
                       "--timeout", "3") as rx, \
                 PrivateAlertmanager(tmp_path, f"{rx.url}/alertmanager") as am, \
-                PrivatePrometheus(tmp_path, rule_files=[rules], alertmanagers=[f"127.0.0.1:{am.port}"]):
+                PrivatePrometheus(tmp_path, rule_files=[rules], alertmanagers=[f"127.0.0.1:{am.port}"],
+                                  # an alert that fired before the Alertmanager was discovered is re-sent after
+                                  # this delay (default 1m)
+                                  flags=["--rules.alert.resend-delay=1s"]):
             health = rx.wait(lambda h: h["delivered"] >= 2, timeout=90)
             assert health["delivered"] == 2, ((tmp_path / "serve.log").read_text()
                                               + (tmp_path / "prometheus.log").read_text()[-2000:])
