@@ -53,6 +53,7 @@ class Dispatcher:
 
         self.options = options
         self._symptoms = set(load_playbooks(options.playbook_dirs).playbooks)  # bad --playbooks fails at start
+        self._targets = _index(options.targets)
         self._pool = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="llmdoctor-check")
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -110,11 +111,10 @@ class Dispatcher:
     def _spec(self, instance: str) -> TargetSpec | None:
         """The targets-file entry of an instance (its name, or its endpoint's host:port), else a bare one."""
         from doctor.fleet import TargetSpec
-        from doctor.report.targets import instance_of
 
-        for spec in self.options.targets:
-            if instance_of(spec, (instance,)) == instance:
-                return spec
+        spec = self._targets.get(instance)
+        if spec is not None:
+            return spec
         if self.options.targets and not self.options.check_unlisted:
             return None
         return TargetSpec(endpoint=instance, name=instance)
@@ -203,6 +203,22 @@ class Dispatcher:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _index(targets: list[TargetSpec]) -> dict[str, TargetSpec]:
+    """instance label → targets entry, as ``report --targets`` matches them (doctor/report/targets.py): an
+    entry's name first, then its endpoint's host:port."""
+    from contextlib import suppress
+
+    from doctor.errors import InputError
+    from doctor.probes.base import Target
+
+    index: dict[str, TargetSpec] = {}
+    for spec in targets:
+        with suppress(InputError):  # a bad endpoint is reported by check_target when its alert comes
+            index.setdefault(Target.parse(spec.endpoint).netloc, spec)
+    index.update({spec.name: spec for spec in targets})
+    return index
 
 
 def render_markdown(alert: Alert, spec: TargetSpec, result: TargetResult) -> str:
