@@ -40,3 +40,12 @@ def test_small_fleet_backfills_and_report_names_each_kind(tmp_path: Path) -> Non
     for kind, expected in EXPECT.items():
         assert set(expected) <= named[kind], (kind, named[kind])
     assert not named["healthy"] & {"kv-cache-exhausted", "max-num-seqs-limit", "kv-filling-fast"}
+
+
+def test_chart_points_shrink_only_for_large_fleets() -> None:
+    from doctor.report.collect import MAX_CHART_POINTS, MIN_CHART_POINTS, Window, chart_points
+
+    assert chart_points(1) == chart_points(100) == MAX_CHART_POINTS  # reports up to ~330 instances unchanged
+    assert chart_points(1000) == 120 and chart_points(100_000) == MIN_CHART_POINTS
+    day = Window(86400, 60, 900, 0)
+    assert day.chart_step == 240 and Window(86400, 60, 900, 0, chart_points(1000)).chart_step == 720
