@@ -74,11 +74,13 @@ def main() -> None:
     end = prepare(args.keep, args.instances, args.hours, args.step)
     with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=args.keep / "data") as prom:
         _settle(args.keep / "data")
-        runs = []
+        runs, prom_cpu = [], []
         for _ in range(args.repeat):
             out = Path(work) / "report.json"
+            before = _cpu_s(prom.process.pid)
             runs.append(run_measured(["report", "--prometheus", prom.url, "--since", f"{args.hours:g}h", "--step",
                                       f"{args.step}s", "--until", str(end), "-o", str(out)], timeout=300))
+            prom_cpu.append(_cpu_s(prom.process.pid) - before)
             assert runs[-1].rc in (0, 1), runs[-1].describe()
         doc = json.loads(out.read_text())
     named: dict[str, Counter[str]] = {}
@@ -88,15 +90,24 @@ def main() -> None:
     print(f"instances: {doc['summary']['instances']}  findings: {doc['summary']['findings']}  "
           f"PromQL queries: {doc['queries']['count']} ({doc['queries']['failed']} failed, "
           f"{doc['queries']['seconds']:.1f} s of querying)")
-    for run in runs:
-        print(f"report (console script, cold start, -o report.json): {run.elapsed_s:.1f} s, "
-              f"peak RSS {run.max_rss_kb / 1024:.0f} MiB, exit {run.rc}")
+    for run, prom_s in zip(runs, prom_cpu, strict=True):
+        print(f"report (console script, cold start, -o report.json): {run.elapsed_s:.1f} s wall, "
+              f"peak RSS {run.max_rss_kb / 1024:.0f} MiB, exit {run.rc}; CPU: report {run.cpu_s:.1f} s + "
+              f"Prometheus {prom_s:.1f} s = {run.cpu_s + prom_s:.1f} CPU-s (what a shared machine cannot hide)")
     for kind, expected in EXPECT.items():
         got = named.get(kind, Counter())
         total = args.instances // len(EXPECT)
         print(f"  {kind:13} expected {', '.join(expected) or 'nothing critical'}: "
               + (", ".join(f"{c} ×{got[c]}" for c in expected) if expected else
                  f"{sum(got.values())} findings") + f" (of {total})")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a running process (/proc/PID/stat fields 14 and 15)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _kind(instance: str) -> str:
