@@ -14,6 +14,11 @@ from typing import Any
 from doctor.errors import InputError
 
 MAX_YAML_BYTES = 4 * 1024 * 1024
+#: libyaml composes nested collections by recursion in C: ~10^5 levels ("[" * 100000) overflow the C stack and
+#: kill the process with SIGSEGV — no exception to catch. No configuration nests a thousand deep.
+MAX_YAML_DEPTH = 1000
+#: a line indented (or dashed: "- - - x") this far is nesting too, block style
+_MAX_LEADING = 10 * MAX_YAML_DEPTH
 
 
 def load_packaged(path: Path) -> Any:
@@ -65,6 +70,7 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     elif len(text) > max_bytes:
         raise InputError(f"{source}: larger than {max_bytes} bytes; refusing to parse")
     text = text.replace("\r\n", "\n")
+    _check_depth(text, source)
     # One pass with libyaml when present (pure-Python PyYAML is ~10x slower on our playbooks): compose the node
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
@@ -91,6 +97,20 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     finally:
         loader.dispose()
     return documents
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuse nesting deeper than MAX_YAML_DEPTH before libyaml sees it (an upper bound: brackets inside quoted
+    strings count too, which only matters for text no one writes)."""
+    import re
+
+    depth = 0
+    for char in re.sub(r"[^\[\]{}]+", "", text):
+        depth = depth + 1 if char in "[{" else max(0, depth - 1)
+        if depth > MAX_YAML_DEPTH:
+            raise InputError(f"{source}: YAML nested more than {MAX_YAML_DEPTH} deep; refusing to parse")
+    if re.search(rf"^[ \t?:-]{{{_MAX_LEADING + 1},}}", text, re.MULTILINE):
+        raise InputError(f"{source}: YAML nested more than {MAX_YAML_DEPTH} deep; refusing to parse")
 
 
 def _reject_aliases(root: Any, source: str) -> None:

@@ -135,6 +135,9 @@ def test_what_cannot_be_told_is_a_note_not_a_guess() -> None:
     (yaml.safe_dump({"kind": "Service", "apiVersion": "v1"}), "no container that runs vLLM or SGLang (found: Service"),
     ("kind: Deployment\nspec: [unclosed", "--manifest m"),
     (yaml.safe_dump({**deployment(), "spec": {"template": {"spec": {"containers": [SIDECAR]}}}}), "found: Deployment"),
+    # libyaml recurses in C: this used to kill the process with SIGSEGV (tests/test_corpus_cli.py deep.json)
+    ("[" * 100_000, "nested more than 1000 deep"),
+    ("- " * 6000 + "x", "nested more than 1000 deep"),
 ])
 def test_bad_manifests(text: str, says: str) -> None:
     with pytest.raises(InputError, match=None) as err:
