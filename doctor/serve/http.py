@@ -73,7 +73,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         answer = self.server.dispatcher.submit(notification)
         self.server.log(f"{notification.receiver or 'webhook'}: {len(notification.alerts)} alerts, "
-                        f"{len(answer['accepted'])} checks queued")
+                        f"{len(answer['accepted'])} checks queued"
+                        + (f"; Alertmanager left out {notification.truncated} more (its webhook max_alerts)"
+                           if notification.truncated else ""))
         self._answer(202, answer)
 
     def _authorized(self) -> bool:
