@@ -118,7 +118,9 @@ def run_check(opts: CheckOptions) -> CheckRun:
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
-    unreachable = () if active_ran else ("active",)
+    # Without a log, the branches only a log can decide are not "could not check" lines on every run.
+    unreachable = (() if active_ran else ("active",)) + \
+        (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -187,12 +189,13 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         config=offline.config or recorded.get("config_name"),
         gpu=offline.gpu or recorded.get("gpu"),
         workload=workload,
+        log_excerpt=recorded.get("log") if offline.log is None else None,
     )
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
-    from doctor.model.config import load_config
+    from doctor.model.resolve import resolve_model
     from doctor.sources import command_facts, gpu_facts_for, model_facts_for
 
     # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
@@ -203,7 +206,11 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
                               "gpu": offline.gpu, "workload": vars(offline.workload)}
     if offline.config:
-        loaded = load_config(offline.config)
+        loaded = resolve_model(offline.config, offline=offline.offline).config
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
+    if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
+        from doctor.logs.source import read_log_input
+
+        inputs["log"] = read_log_input(offline.log).excerpt
     return inputs

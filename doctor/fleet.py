@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import DoctorError, InputError
@@ -22,7 +23,7 @@ SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 FLEET_PROBES = ("server", "metrics")
-_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "manifest"}
+_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,10 @@ class TargetSpec:
     config: str | None = None
     command: str | None = None
     engine_version: str | None = None
-    #: a Kubernetes manifest (doctor/manifest.py) for the command and GPUs the entry does not give
+    #: the server's log file (a relative path is relative to the targets file)
+    log: str | None = None
+    #: a Kubernetes manifest (doctor/manifest.py) for the command and GPUs the entry does not give (relative to
+    #: the targets file, as log is)
     manifest: str | None = None
 
     @property
@@ -110,6 +114,9 @@ def load_targets(path: str) -> list[TargetSpec]:
         if not isinstance(endpoint, str) or not endpoint.strip():
             raise InputError(f"{where}: endpoint: missing")
         values = {k: (str(v) if v is not None else None) for k, v in item.items()}
+        for key in ("log", "manifest"):
+            if values.get(key):
+                values[key] = str(Path(path).expanduser().parent / Path(values[key]).expanduser())
         specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
                                    "name": str(item.get("name") or redact_text(endpoint.strip()))}))
     return specs
@@ -139,7 +146,8 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
 
             launch = read_manifest(spec.manifest, "manifest")
             command, gpu = command or launch.command, gpu or launch.gpu
-        offline = OfflineInputs(command=command, engine_version=spec.engine_version, config=spec.config, gpu=gpu)
+        offline = OfflineInputs(command=command, engine_version=spec.engine_version, config=spec.config, gpu=gpu,
+                                log=spec.log)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
                                      probes=FLEET_PROBES))

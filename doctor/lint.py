@@ -20,7 +20,8 @@ from doctor.sources import Gathered, OfflineInputs
 
 SCHEMA = "llmdoctor.lint/1"
 #: What lint never gathers (there is no server, no GPU to read): trees unknown only for want of these stay quiet.
-UNREACHABLE = ("metrics", "active", "capacity", "server", "process", "gpu.util", "gpu.util_skew", "gpu.memory_used")
+UNREACHABLE = ("metrics", "active", "capacity", "server", "process", "gpu.util", "gpu.util_skew", "gpu.memory_used",
+               "gpu.util_max", "log")
 EXPLAIN_PATH = Path(__file__).with_name("engines") / "explain.yaml"
 
 

@@ -13,7 +13,6 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
 #: Recorded files a user may pass are read with this cap: the live probes' body cap (doctor.probes.base), since a
 #: saved /metrics or /server_info is one such body (a real /metrics of 64 DP ranks is a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024
-#: generation_config.json beside a config is a few hundred bytes; past this it is not one.
-_GENERATION_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -56,6 +53,11 @@ class OfflineInputs:
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
     workload: Workload = field(default_factory=Workload)
+    #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
+    offline: bool = False
+    log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
+    log_excerpt: dict[str, Any] | None = None
 
 
 @dataclass
@@ -79,20 +81,20 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
-                    raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
-    """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
-    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
-    or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
+                    raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
+                    launch_quantization: str | None = None) -> tuple[Any, Facts]:
+    """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
+    ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
+    The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
+    precision the engine picks — what that engine picks on this GPU.
     """
-    from doctor.model.config import LoadedConfig, load_config
+    from doctor.model.resolve import model_card
 
-    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
-    # Only now the analysis (~40 ms of imports): a live check often finds no config on this machine.
-    from doctor.model.architecture import analyze
+    sized = model_card(spec, raw=raw, offline=offline, served_name=served, launch_quantization=launch_quantization)
+    card = sized.card
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:
         try:
@@ -105,8 +107,13 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
-    if loaded.path is not None:
-        facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
+    resolved = sized.resolved
+    facts.set("model.resolved_from", resolved.origin, resolved.where)
+    facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
+    if resolved.chat_template is not None:
+        facts.set("model.chat_template", resolved.chat_template, resolved.chat_template_source)
+    if resolved.origin != "given":
+        facts.update(generation_defaults(resolved.generation, resolved.generation_source or "generation_config.json"))
     return card, facts
 
 
@@ -123,9 +130,10 @@ def _dsa_auto_kv(engine: str, sm: int) -> str:
 def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     """`--quantization fp8` on a 16-bit checkpoint: the engine quantizes while loading, so the GPUs hold FP8."""
     out = Facts()
-    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8":
+    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8" \
+            or facts.get("model.same_checkpoint") is False:  # then the served checkpoint was sized already
         return out
-    from doctor.plan.weights import plan_weights
+    from doctor.model.weights import plan_weights
 
     weights = plan_weights(card, "fp8", model_path=None)
     out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
@@ -133,26 +141,18 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     return out
 
 
-def generation_defaults(path: Path) -> Facts:
+def generation_defaults(data: dict[str, Any] | None, source: str) -> Facts:
     """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
-    import json
-
-    from doctor.inio import read_text_capped
-
     out = Facts()
-    try:
-        data = json.loads(read_text_capped(path, limit=_GENERATION_CONFIG_BYTES, label=str(path))) \
-            if path.is_file() else None
-    except (InputError, ValueError, RecursionError):
-        data = None
+    name = source.rsplit("/", 1)[-1].rsplit(": ", 1)[-1]
     if not isinstance(data, dict):
-        out.error("model.default_temperature", f"no readable {path.name} next to config.json")
+        out.error("model.default_temperature", f"no readable {name} beside config.json")
         return out
     temperature = data.get("temperature") if data.get("do_sample", True) is not False else 0
     if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
-        out.set("model.default_temperature", float(temperature), f"{path.name}:temperature")
+        out.set("model.default_temperature", float(temperature), f"{source}:temperature")
     else:
-        out.set("model.default_temperature", None, f"{path.name}: no temperature")
+        out.set("model.default_temperature", None, f"{source}: no temperature")
     return out
 
 
@@ -172,8 +172,15 @@ def family_facts(facts: Facts) -> Facts:
     if engine is None:
         out.set("model.family", found.id, "doctor/engines/families.yaml")
         out.error("expect", "the engine is not known, so neither are its parser names")
-        return out
-    return expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    else:
+        out = expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
+        from doctor.model.names import NAME_ONLY
+
+        for key in ("model.family", "model.family_variant", "model.family_alternatives"):
+            if key in out:  # no config to confirm it: the name alone decided
+                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
+    return out
 
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
@@ -205,11 +212,19 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     so a fix must use the spelling of the catalog the command was read with.
     """
     out = Facts()
+    if command.engine == "vllm":  # --cuda-graph-sizes until 0.11, --cudagraph-capture-sizes from 0.13
+        modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
+        out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
+                f"engine catalog vllm {command.catalog.version}")
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
         modern = command.catalog.resolve("--attn-dp-size") is not None
         out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
                 f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
+        # 0.5.20+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode)
+        per_phase = command.catalog.resolve("--cuda-graph-max-bs-decode") is not None
+        out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
+                f"engine catalog sglang {command.catalog.version}")
     return out
 
 
@@ -248,6 +263,24 @@ def server_info_facts(path: str) -> Facts:
     return facts
 
 
+def log_input_facts(inputs: OfflineInputs) -> Facts:
+    """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
+    from doctor.logs.source import read_log_input, replay_excerpt
+
+    reading = replay_excerpt(inputs.log_excerpt) if inputs.log_excerpt is not None else read_log_input(inputs.log)
+    return reading.facts
+
+
+def log_engine_facts(facts: Facts) -> None:
+    """The engine and release a log names, when no launch command could be read: fixes then speak its flags."""
+    for key, source in (("launch.engine", "log.engine"), ("launch.version", "log.version")):
+        fact = facts.fact(source)
+        if fact is not None and fact.value and key not in facts:
+            facts.set(key, fact.value, fact.source)
+    facts.error("launch", facts.unknown_reason("log.launch_command") or
+                "no launch command (pass --command; the log did not print the engine's arguments)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -274,12 +307,15 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
+    if inputs.log or inputs.log_excerpt:
+        facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
-    if text is None:  # no --command: the one the server reports, or the listening process's argv
-        for key in ("server.launch_command", "process.argv"):
+    if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
+        for key in ("server.launch_command", "process.argv", "log.launch_command"):
             if facts.get(key):
                 text, origin = facts.get(key), key
-                version = version or facts.get("server.version") or facts.get("launch.version")
+                version = version or facts.get("server.version") or facts.get("launch.version") or \
+                    facts.get("log.version")
                 break
     if text is not None:
         try:
@@ -296,6 +332,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(spelling_facts(command), overwrite=False)
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
+    if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
+        log_engine_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 
@@ -307,16 +345,24 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:
         try:
-            gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
-                                                   engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
-                                                   raw=inputs.config_json)
+            gathered.card, model = model_facts_for(
+                config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"), engine=facts.get("launch.engine"),
+                gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
+                served=facts.get("launch.model") or facts.get("server.model_path"),
+                launch_quantization=facts.get("launch.quantization"))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
-            _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
         except InputError as exc:
-            if inputs.config:  # the user named it: that is an input error
+            from doctor.model.names import name_facts
+            from doctor.model.resolve import ModelNotResolved
+
+            # A config the user named that is wrong is bad input; a repo found nowhere (gated, not on the Hub,
+            # Hub unreachable, offline) is not: the run carries on with the model unknown, and says why.
+            if inputs.config and not isinstance(exc, ModelNotResolved):
                 raise
-            facts.error("model", f"model config not found locally ({exc})")
+            facts.error("model", f"model config not found ({exc})")
+
+            facts.update(name_facts(config_spec), overwrite=False)
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)
@@ -327,24 +373,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     return gathered
 
 
-def _same_checkpoint(facts: Facts, config_spec: str, *, from_launch: bool) -> None:
-    """Is the config the served checkpoint's? A base model's config next to an NVFP4 repo says nothing about
-    the served weights' quantization, so checkpoint-level comparisons must know."""
-    served = facts.get("launch.model") or facts.get("server.model_path")
-    if from_launch or not served:
-        facts.set("model.same_checkpoint", True, "the config was found for the served model" if from_launch
-                  else "no served model named: the config is taken as the checkpoint's")
-        return
-
-    def base(name: str) -> str:
-        return name.replace("__", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".json").lower()
-
-    same = base(str(served)) == base(str(facts.get("model.name") or config_spec))
-    facts.set("model.same_checkpoint", same, f"derived: --config {config_spec} vs served model {served}")
-
-
 def _config_from_launch(facts: Facts) -> str | None:
-    """The model the server loads, if its config can be found on this machine (a path or the HF cache)."""
+    """The model the server loads: a path, a repo id in the HF cache or on the Hub (doctor/model/resolve.py)."""
     return facts.get("launch.model") or facts.get("server.model_path")
 
 

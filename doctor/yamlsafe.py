@@ -14,11 +14,9 @@ from typing import Any
 from doctor.errors import InputError
 
 MAX_YAML_BYTES = 4 * 1024 * 1024
-#: libyaml composes nested collections by recursion in C: ~10^5 levels ("[" * 100000) overflow the C stack and
-#: kill the process with SIGSEGV — no exception to catch. No configuration nests a thousand deep.
-MAX_YAML_DEPTH = 1000
-#: a line indented (or dashed: "- - - x") this far is nesting too, block style
-_MAX_LEADING = 10 * MAX_YAML_DEPTH
+# libyaml's composer recurses in C once per nesting level: 100,000 nested '[' overflow the C stack (a segfault,
+# not a RecursionError). No real targets file, manifest or playbook nests past a few dozen levels.
+MAX_YAML_DEPTH = 500
 
 
 def load_packaged(path: Path) -> Any:
@@ -70,7 +68,10 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     elif len(text) > max_bytes:
         raise InputError(f"{source}: larger than {max_bytes} bytes; refusing to parse")
     text = text.replace("\r\n", "\n")
-    _check_depth(text, source)
+    if _flow_depth(text) > MAX_YAML_DEPTH:
+        raise InputError(f"{source}: YAML nested too deeply (over {MAX_YAML_DEPTH} levels of [ or {{)")
+    if _block_depth(text) > MAX_YAML_DEPTH:
+        raise InputError(f"{source}: YAML nested too deeply (over {MAX_YAML_DEPTH} levels of indentation or '- ')")
     # One pass with libyaml when present (pure-Python PyYAML is ~10x slower on our playbooks): compose the node
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
@@ -99,18 +100,28 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     return documents
 
 
-def _check_depth(text: str, source: str) -> None:
-    """Refuse nesting deeper than MAX_YAML_DEPTH before libyaml sees it (an upper bound: brackets inside quoted
-    strings count too, which only matters for text no one writes)."""
+def _flow_depth(text: str) -> int:
+    """The deepest running count of open ``[``/``{`` — an upper bound on flow-style nesting, cheap enough to run
+    before the parser (brackets inside quoted strings count too, which only ever over-estimates)."""
+    if text.count("[") + text.count("{") <= MAX_YAML_DEPTH:
+        return 0
     import re
 
-    depth = 0
-    for char in re.sub(r"[^\[\]{}]+", "", text):
-        depth = depth + 1 if char in "[{" else max(0, depth - 1)
-        if depth > MAX_YAML_DEPTH:
-            raise InputError(f"{source}: YAML nested more than {MAX_YAML_DEPTH} deep; refusing to parse")
-    if re.search(rf"^[ \t?:-]{{{_MAX_LEADING + 1},}}", text, re.MULTILINE):
-        raise InputError(f"{source}: YAML nested more than {MAX_YAML_DEPTH} deep; refusing to parse")
+    depth = deepest = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _block_depth(text: str) -> int:
+    """An upper bound on block-style nesting: the longest run of indentation and ``- ``/``? ``/``: `` markers
+    starting a line, halved (each level takes at least two characters). ``'- ' * 100000`` overflows libyaml's C
+    stack just as 100,000 nested '[' do."""
+    import re
+
+    runs = re.findall(rf"^[ \t?:-]{{{2 * MAX_YAML_DEPTH + 1},}}", text, re.MULTILINE)
+    return max((len(run) for run in runs), default=0) // 2
 
 
 def _reject_aliases(root: Any, source: str) -> None:

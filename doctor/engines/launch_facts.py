@@ -12,6 +12,7 @@ from typing import Any
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
+from doctor.humanize import readable
 
 _PROBLEM_FACTS = {
     "unknown_flag": "launch.unknown_flags",
@@ -56,15 +57,20 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
 
     by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in _PROBLEM_FACTS.values()}
     secret_flags: list[str] = []
+    # `HF_TOKEN=… vllm serve` / `export HF_TOKEN=…`: in the process environment, not in argv — another exposure
+    # (and another fix) than a flag or a `docker run -e`, which the process table shows.
+    secret_env: list[str] = []
     for problem in cmd.problems:
         if problem.kind == "secret_flag":
-            if problem.flag not in secret_flags:
-                secret_flags.append(problem.flag)
+            names = secret_env if problem.detail.get("env") and cmd.shape in ("shell", "argv") else secret_flags
+            if problem.flag not in names:
+                names.append(problem.flag)
         elif problem.kind in _PROBLEM_FACTS:
             by_kind[_PROBLEM_FACTS[problem.kind]].append({"flag": problem.flag, **problem.detail})
     for key, items in by_kind.items():
         facts.set(key, items, f"{label} checked against catalog {cat.engine} {cat.version}")
     facts.set("launch.secret_flags", secret_flags, label)
+    facts.set("launch.secret_env", secret_env, f"{label}: environment assignments before the command")
     facts.set("engine.tool_parsers", list(cat.tool_parsers), f"catalog {cat.engine} {cat.version}")
     facts.set("engine.reasoning_parsers", list(cat.reasoning_parsers), f"catalog {cat.engine} {cat.version}")
     return facts
@@ -161,7 +167,7 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
     if "const" in case:
         why = case.get("why")
         return case["const"], (f"engine behaviour: {why}" if why else
-                               f"engine behaviour: {case['const']!r} unless the launch command says otherwise")
+                               f"engine behaviour: {readable(case['const'])} unless the launch command says otherwise")
     if case.get("unset"):
         return None, f"not in the launch command ({cmd.entry})"
     return None
@@ -197,7 +203,7 @@ def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[
     if not present:
         return False, ""
     ok = _test(op, value, cond.get("value"))
-    return ok, f"{label} = {value!r}" if ok else ""
+    return ok, f"{label} = {readable(value)}" if ok else ""
 
 
 def _test(op: str, value: Any, expected: Any) -> bool:

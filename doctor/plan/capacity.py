@@ -18,7 +18,7 @@ from doctor.facts import Facts
 from doctor.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
 from doctor.model.card import ModelCard
 from doctor.model.kvcache import KVLayout, kv_layout
-from doctor.plan.weights import WeightPlan
+from doctor.model.weights import WeightPlan
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog

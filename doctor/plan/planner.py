@@ -8,10 +8,11 @@ the engine version's catalog → the verdict: the playbooks over the command, th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doctor.model.weights import WeightPlan, plan_weights
 from doctor.plan.capacity import Capacity, Sizer, default_fraction, seed_method_users
 from doctor.plan.flags import (
     Delegation,
@@ -26,7 +27,6 @@ from doctor.plan.flags import (
 from doctor.plan.parallelism import Decision, Parallelism, choose
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
-from doctor.plan.weights import WeightPlan, plan_weights
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
@@ -112,13 +112,13 @@ def make_plan(request: PlanRequest) -> Plan:
     from doctor.engines.catalog import load_catalog
     from doctor.engines.families import match_family
     from doctor.hardware.spec import parse_gpu_spec
-    from doctor.model.architecture import analyze
-    from doctor.model.config import load_config
+    from doctor.model.resolve import model_card
 
     request.check()
     gpu = parse_gpu_spec(request.gpu)
-    loaded = load_config(request.config)
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or request.config))
+    sized = model_card(request.config, offline=request.offline)
+    card = sized.card
+    request = replace(request, config_raw=sized.resolved.config.raw)  # its checks read this, not the Hub again
     demand = demand_for(request, card.max_context, card.source)
     weights = plan_weights(card, request.weights_dtype, model_path=request.model_path)
     model_path = request.model_path or default_model_path(request.config)
@@ -162,12 +162,12 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
         notes.append(catalog.note)
     argv = build_argv(engine, catalog, model_path, flags)
     command = launch_command(engine, catalog, version, model_path, flags)
-    weight_facts = {}
-    if weights.total_bytes != card.weight_bytes:
-        weight_facts = {"model.weight_bytes": (weights.total_bytes, weights.source),
-                        "model.expert_weight_bytes": (weights.expert_bytes, weights.source)}
+    weight_facts = {"model.weight_bytes": (weights.total_bytes, weights.source),
+                    "model.expert_weight_bytes": (weights.expert_bytes, weights.source),
+                    "model.weight_source": (card.weight_source if weights.requested == "auto" else "estimate",
+                                            weights.source)}
     gpu_text = f"{gpu.gpu.name}:{gpu.count}"
-    check = check_command(argv, version, config=request.config, gpu=gpu_text, context=demand.context,
+    check = check_command(argv, version, config=request.config, config_json=request.config_raw, gpu=gpu_text, context=demand.context,
                           users=demand.users, text_only=request.text_only, weight_facts=weight_facts)
     return EnginePlan(engine, catalog, version, fraction, fraction_source, kv, decision, rows, flags,
                       delegations(card, kv, decision.kv_dtype), notes, argv, command, check)
