@@ -100,7 +100,7 @@ def test_tools_schemas_and_same_json_as_the_cli(tmp_path: Path) -> None:
         assert _stable(doc) == _stable(json.loads(cli[name].stdout)), name
     assert _doc(lint)["schema"] == "llmdoctor.lint/1" and SECRET not in json.dumps(_doc(lint))
     assert "kv-cache-exhausted" in {f["id"] for f in _doc(check)["findings"]}
-    assert _doc(show)["causes"] == ["hybrid-chunk-misaligned", "image-cache-miss", "prefix-caching-disabled"]
+    assert {"hybrid-chunk-misaligned", "image-cache-miss", "prefix-caching-disabled"} <= set(_doc(show)["causes"])
     for bad, says in ((bad_lint, "launch command"), (bad_plan, "NoSuchGPU")):
         assert _is_error(bad) and says in bad.content[0].text and "Traceback" not in bad.content[0].text
 
