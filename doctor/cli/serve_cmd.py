@@ -35,7 +35,7 @@ Exit codes: 0 stopped (SIGTERM or Ctrl-C); 2 bad input (listen address, targets 
 @click.option("--listen", default="127.0.0.1:9095", show_default=True, metavar="HOST:PORT",
               help="Address to listen on (POST /alertmanager, GET /healthz).")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
-              help="Hints per instance (the file check --targets reads: command, config, gpu, api_key_env, "
+              help="Hints per instance (the file check --targets reads: command, config, gpu, log, manifest, api_key_env, "
                    "engine_version), matched by name or by the endpoint's host:port = the alert's instance label.")
 @click.option("--check-unlisted", is_flag=True,
               help="With --targets, also check instances the file does not list (default: only listed ones).")
