@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import SHARED_FIXTURES, requires_shared, run_cli
 from support.httpserver import LocalServer
-from test_serve import vllm_routes
+from support.serve import vllm_routes
 
 from doctor.errors import InputError
 from doctor.manifest import parse_manifest

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, SHARED_FIXTURES, requires_shared, run_cli
 from seed_commands import SEED_GQA
 from support.httpserver import LocalServer
-from test_serve import vllm_routes
+from support.serve import vllm_routes
 
 mcp = pytest.importorskip("mcp", reason="the mcp SDK is the [mcp] extra (in [test]; .ci/run installs it)")
 

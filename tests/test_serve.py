@@ -12,19 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_FIXTURES, requires_shared, run_cli
-from support.httpserver import JSON, PROM, LocalServer, Response
+from conftest import SHARED_FIXTURES, requires_shared, run_cli
+from support.httpserver import LocalServer, Response
 from support.multiport import MultiPortServer
-from support.serve import Receiver, payload, post
+from support.serve import Receiver, payload, post, vllm_routes
 
-SCENARIOS = ROOT / "fixtures" / "scenarios"
 METRICS = SHARED_FIXTURES / "metrics"
-
-
-def vllm_routes(metrics: Path) -> dict[str, Response]:
-    return {"/version": Response(file=SCENARIOS / "vllm_version.json", content_type=JSON),
-            "/v1/models": Response(file=SCENARIOS / "vllm_v1_models.json", content_type=JSON),
-            "/metrics": Response(file=metrics, content_type=PROM)}
 
 
 def _alert(instance: str, fingerprint: str, **labels: str) -> dict:

@@ -24,8 +24,7 @@ from conftest import SHARED_FIXTURES, requires_shared, run_cli
 from support.httpserver import LocalServer, Response
 from support.prometheus import PrivatePrometheus, backfill, free_port, requires_prometheus
 from support.scrape_history import openmetrics
-from support.serve import Receiver, get_json
-from test_serve import vllm_routes
+from support.serve import Receiver, get_json, vllm_routes
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 requires_alertmanager = pytest.mark.skipif(

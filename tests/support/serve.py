@@ -16,9 +16,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from support.httpserver import JSON, PROM, Response
 from support.prometheus import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "fixtures" / "scenarios"
+
+
+def vllm_routes(metrics: Path) -> dict[str, Response]:
+    """A vLLM server replaying a /metrics scrape (a real one from ../shared, read in place) with the scenario
+    /version and /v1/models bodies of fixtures/scenarios."""
+    return {"/version": Response(file=SCENARIOS / "vllm_version.json", content_type=JSON),
+            "/v1/models": Response(file=SCENARIOS / "vllm_v1_models.json", content_type=JSON),
+            "/metrics": Response(file=metrics, content_type=PROM)}
 
 
 def payload(alerts: list[dict[str, Any]], status: str = "firing") -> bytes:
