@@ -155,3 +155,15 @@ def test_secrets_never_reach_the_outputs(tmp_path: Path) -> None:
 def test_bad_input_exit_2(args: list[str], env: dict, says: str) -> None:
     result = run_cli("serve", *args, env=env)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_stalled_sender_gets_400_and_no_traceback(tmp_path: Path) -> None:
+    import socket
+
+    with Receiver(tmp_path, "--out-dir", str(tmp_path / "out")) as rx:
+        with socket.create_connection(("127.0.0.1", rx.port), timeout=30) as sock:
+            sock.sendall(b"POST /alertmanager HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"version\"")
+            answer = sock.recv(4096).decode()
+        assert answer.startswith("HTTP/1.0 400") and "body: not received" in answer
+        assert rx.health()["status"] == "ok"
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()

@@ -39,6 +39,13 @@ class ReceiverServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never the standard library's traceback on stderr (a client that vanished mid-answer)."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        self.log(f"request from {client_address[0]} failed: {type(exc).__name__}: {exc}")
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: ReceiverServer
@@ -90,7 +97,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise InputError("Content-Length: missing or not a number")
         if int(length) > MAX_BODY_BYTES:
             raise InputError(f"body: {int(length)} bytes is more than {MAX_BODY_BYTES}")
-        data = self.rfile.read(int(length))
+        try:
+            data = self.rfile.read(int(length))
+        except OSError as exc:  # a sender that stalls past REQUEST_TIMEOUT_S, or resets
+            raise InputError(f"body: not received ({exc.__class__.__name__})") from None
         if len(data) != int(length):
             raise InputError(f"body: {len(data)} of {length} bytes before the client stopped")
         return data
