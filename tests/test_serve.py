@@ -105,6 +105,8 @@ def test_bad_posts_are_400_with_one_line_and_the_receiver_survives(tmp_path: Pat
             assert status == 400 and says in answer["error"] and "\n" not in answer["error"]
         assert post(f"{rx.url}/elsewhere", b"{}")[0] == 404
         assert rx.health()["status"] == "ok"
+        assert rx.stop() == 0  # SIGTERM: stops accepting, drains, exits 0
+    assert (tmp_path / "serve.log").read_text().rstrip().endswith("llmdoctor serve: stopped")
 
 
 def test_bearer_token_and_targets_only(tmp_path: Path) -> None:
