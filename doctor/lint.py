@@ -58,7 +58,7 @@ class LintResult:
             "catalog_version": cmd.catalog_version if cmd else None,
             "model": facts.get("launch.model") or facts.get("model.name"),
             "command": cmd.render() if cmd else None,
-            "notes": list(cmd.notes) if cmd else [],
+            "notes": (list(cmd.notes) if cmd else []) + list(self.gathered.notes),
             "flags": [f.to_dict() for f in self.flags],
             **self.diagnosis.to_dict(),
         }

@@ -121,6 +121,7 @@ def _check(file: Path, snap: Any) -> None:
 
 #: The offline inputs a snapshot records (doctor.check.snapshot_inputs) and what each may hold.
 _INPUT_TYPES: dict[str, tuple[type, ...]] = {"command": (str, list), "engine_version": (str,), "gpu": (str,),
+                                             "gpu_mem": (str,),
                                              "config_json": (dict,), "config_name": (str,), "workload": (dict,),
                                              "log": (dict,)}
 _WORKLOAD_TYPES: dict[str, tuple[type, ...]] = {"context": (int,), "users": (int,), "reproducible": (bool,),

@@ -49,6 +49,8 @@ class OfflineInputs:
     #: a config's content instead of a path (replayed snapshots carry it); ``config`` is then its name
     config_json: dict[str, Any] | None = None
     gpu: str | None = None
+    #: --gpu-mem SIZE: the memory of each GPU, over the catalog's or NVML's (a 48 GB RTX 4090, an unknown GPU)
+    gpu_mem: str | None = None
     nvidia_smi: str | None = None  # path
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
@@ -72,21 +74,24 @@ class Gathered:
 
 # ------------------------------------------------------------------------------------------ single inputs
 def command_facts(text: str | list[str], engine_version: str | None = None,
-                  engine: str | None = None) -> tuple[LaunchCommand, Facts]:
+                  engine: str | None = None, *, observed: bool = False) -> tuple[LaunchCommand, Facts]:
+    """``observed``: the argv of a running process or what a server reports — ``${PORT}`` there is what the engine
+    really received, not a placeholder (doctor/engines/placeholders.py reads pasted commands only)."""
     from doctor.engines.command import parse_command
     from doctor.engines.launch_facts import launch_facts
 
-    command = parse_command(text, engine_version=engine_version, engine=engine)
+    command = parse_command(text, engine_version=engine_version, engine=engine, placeholders=not observed)
     return command, launch_facts(command)
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
                     raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
-                    launch_quantization: str | None = None) -> tuple[Any, Facts]:
+                    launch_quantization: str | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
     """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
     ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
     The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
-    precision the engine picks — what that engine picks on this GPU.
+    precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
+    release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py).
     """
     from doctor.model.resolve import model_card
 
@@ -107,7 +112,11 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
+    from doctor.model.memory import release_kv_facts
+
     resolved = sized.resolved
+    facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
+                                  str(facts.get("model.kv_dtype"))))
     facts.set("model.resolved_from", resolved.origin, resolved.where)
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
     if resolved.chat_template is not None:
@@ -228,10 +237,56 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     return out
 
 
-def gpu_facts_for(spec: str) -> Facts:
+def placeholder_notes(command: LaunchCommand) -> list[str]:
+    """What the output says about placeholders: which values were unknown, which defaults were used."""
+    unknown = [f"{p['flag']} {p['word']}" for p in command.placeholders if p["default"] is None]
+    defaults = [f"{p['flag']} {p['word']} → {p['default']}" for p in command.placeholders if p["default"] is not None]
+    notes = []
+    if unknown:
+        notes.append("placeholders (values unknown, the checks that need them are skipped): " + ", ".join(unknown))
+    if defaults:
+        notes.append("placeholders read as their defaults: " + ", ".join(defaults))
+    return notes
+
+
+def gpu_facts_for(spec: str, gpu_mem: str | None = None) -> Facts:
+    """The gpu.* facts of ``--gpu`` (and ``--gpu-mem``); raises UnknownGpu for a name the catalog lacks without
+    ``--gpu-mem``, which ``gather`` turns into unknown GPU facts."""
     from doctor.hardware.spec import gpu_facts, parse_gpu_spec
 
-    return gpu_facts(parse_gpu_spec(spec), f"--gpu {spec}")
+    memory = _gpu_mem_bytes(gpu_mem)
+    return gpu_facts(parse_gpu_spec(spec, gpu_mem=memory, gpu_mem_text=gpu_mem), f"--gpu {spec}")
+
+
+def _gpu_mem_bytes(gpu_mem: str | None) -> int | None:
+    if gpu_mem is None:
+        return None
+    from doctor.model.units import parse_bytes
+
+    return parse_bytes(gpu_mem, flag="--gpu-mem")
+
+
+def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
+    """--gpu / --gpu-mem into facts. An unknown name does not stop lint/check: its facts stay unknown, with what to
+    pass; an ambiguous one says which variant was assumed; --gpu-mem overrides any other memory source."""
+    if inputs.gpu:
+        from doctor.hardware.spec import UnknownGpu  # lazy: a lint without --gpu never loads the catalog
+
+        try:
+            gpu = gpu_facts_for(inputs.gpu, inputs.gpu_mem)
+        except UnknownGpu as exc:
+            source = f"--gpu {inputs.gpu}"
+            gpu = Facts()
+            gpu.set("gpu.known", False, f"{source}: not in the GPU catalog")
+            gpu.set("gpu.count", exc.count, source)
+            gpu.error("gpu", str(exc))
+            notes.append(f"{exc} — the GPU checks are skipped")
+        facts.update(gpu, overwrite=False)
+        if gpu.get("gpu.assumed"):
+            notes.append(f"--gpu: {gpu.get('gpu.assumed')}")
+    if inputs.gpu_mem:
+        memory = _gpu_mem_bytes(inputs.gpu_mem)
+        facts.set("gpu.memory_bytes", memory, f"--gpu-mem {inputs.gpu_mem}")
 
 
 def nvidia_smi_facts(path: str) -> Facts:
@@ -319,7 +374,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 break
     if text is not None:
         try:
-            command, launch = command_facts(text, version, engine=facts.get("server.engine"))
+            command, launch = command_facts(text, version, engine=facts.get("server.engine"),
+                                            observed=origin != "--command")
         except InputError as exc:
             if origin == "--command":
                 raise
@@ -330,6 +386,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(launch, overwrite="server.engine" not in facts)
             facts.update(parser_since_facts(command), overwrite=False)
             facts.update(spelling_facts(command), overwrite=False)
+            gathered.notes.extend(placeholder_notes(command))
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
     if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
@@ -339,8 +396,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
 
     if inputs.nvidia_smi:
         facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
-    if inputs.gpu:
-        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
+    _gpu_inputs(inputs, facts, gathered.notes)
 
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:
@@ -349,9 +405,13 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"), engine=facts.get("launch.engine"),
                 gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
                 served=facts.get("launch.model") or facts.get("server.model_path"),
-                launch_quantization=facts.get("launch.quantization"))
+                launch_quantization=facts.get("launch.quantization"),
+                engine_version=_orderable_version(facts.get("launch.version")))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
+            from doctor.model.memory import non_kv_facts
+
+            facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
         except InputError as exc:
             from doctor.model.names import name_facts
             from doctor.model.resolve import ModelNotResolved
@@ -363,6 +423,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.error("model", f"model config not found ({exc})")
 
             facts.update(name_facts(config_spec), overwrite=False)
+    elif facts.unknown_reason("launch.model"):
+        facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)

@@ -121,6 +121,8 @@ def offline_options(f: F) -> F:
         click.option("--config", metavar="PATH|REPO", help="The model's config.json, directory, HF-cache repo id "
                                                            "or example:NAME."),
         click.option("--gpu", metavar="NAME[:COUNT]", help="The GPUs, when NVML cannot be read here (e.g. H200:8)."),
+        click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog and "
+                                                       "NVML (a 48 GB RTX 4090), and sizes an unknown GPU."),
         click.option("--engine-version", metavar="V", help="Engine version, when neither the server nor an image "
                                                            "tag says."),
         click.option("--metrics", "metrics_file", type=click.Path(dir_okay=False),
@@ -151,14 +153,14 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
 
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, workload: Any, offline: bool = False) -> Any:
+             nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
     from doctor.sources import OfflineInputs, read_command_file
 
     if command_text and command_file:
         raise InputError("give the launch command with --command or --command-file, not both")
     if command_file:
         command_text = read_command_file(command_file, "--command-file")
-    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu,
+    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                          nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
                          workload=workload, offline=offline)
 
@@ -183,8 +185,9 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 def check(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
           active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
           command_text: str | None, command_file: str | None, config: str | None,
-          gpu: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-          nvidia_smi_file: str | None, offline: bool, log_file: str | None, manifest: str | None,
+          gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
+          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
+          manifest: str | None,
           context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
           symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -214,7 +217,7 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
             raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
         command_text, gpu = manifest_inputs(manifest, bool(command_text or command_file), gpu)
     inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
-                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline)
+                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     inputs.log = _log_input(log_file, command_file)
     if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
                                               inputs.server_info, inputs.nvidia_smi, inputs.log))):
@@ -261,7 +264,7 @@ def _render(run: Any, fmt: str, verbose: bool) -> None:
 def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
              active: bool, model: str | None,
              command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
-             engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
+             gpu_mem: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, offline: bool, log_file: str | None, context: int | None,
              users: int | None, text_only: bool, reproducible: bool, temperature: float | None, output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
@@ -281,7 +284,7 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     if metrics_file or server_info_file or nvidia_smi_file:
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
     given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
-                     Workload(context, users, reproducible, text_only, temperature), offline)
+                     Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     given.log = _log_input(log_file, command_file)
     inputs = snapshot_inputs(given)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)

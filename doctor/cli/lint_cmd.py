@@ -20,8 +20,8 @@ Examples:
   kubectl get deploy llm -o yaml | llmdoctor lint --manifest -
 
 \b
-Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unknown GPU,
-unreadable config).
+Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unreadable
+config). An unknown --gpu is not an error: the GPU checks are skipped and the output says what to pass.
 """
 
 
@@ -36,6 +36,8 @@ unreadable config).
                                                     "example:NAME (default: the command's model: a local path, the HF cache, "
                                                     "then the Hub).")
 @click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
+@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                "RTX 4090) and sizes a GPU the catalog lacks.")
 @manifest_option
 @offline_option
 @workload_options
@@ -45,7 +47,8 @@ unreadable config).
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
-         gpu: str | None, manifest: str | None, offline: bool, context: int | None, users: int | None,
+         gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, context: int | None,
+         users: int | None,
          text_only: bool, reproducible: bool,
          temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
          fail_on: str, verbose: bool) -> int:
@@ -63,7 +66,7 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
         text, gpu = manifest_inputs(manifest, bool(command or command_file), gpu)
     else:
         text = _command_text(command, command_file)
-    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu,
+    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                            workload=Workload(context, users, reproducible, text_only, temperature), offline=offline)
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
     from doctor.render.lint import lint_markdown, lint_text

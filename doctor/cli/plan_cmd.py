@@ -20,7 +20,8 @@ Examples:
 
 \b
 Exit codes: 0 it runs and no finding at or above --fail-on; 1 findings, or it does not run; 2 bad input
-(unreadable config, unknown GPU, a context beyond the model, --users with --rps).
+(unreadable config, an unknown GPU without --gpu-mem, a context beyond the model, --users with --rps).
+`llmdoctor gpus` lists the GPUs llmdoctor knows; an ambiguous name (A100, RTX 6000) says which it assumed.
 """
 
 # Kept in step with doctor/plan/rules.yaml and doctor/model/weights.py by tests (no YAML read at start-up).
@@ -32,6 +33,8 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 @click.argument("config", metavar="CONFIG")
 @click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300' (required unless "
                                                    "--manifest names them).")
+@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                "RTX 4090) and is required for a GPU the catalog lacks.")
 @manifest_option
 @click.option("--context", callback=_tokens, metavar="N",
               help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k.")
@@ -54,7 +57,8 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 @format_option("text", "json", "markdown")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each flag is set, the notes, what is left to the engine and every finding in full.")
-def plan(config: str, gpu: str | None, manifest: str | None, context: int | None, users: int | None, rps: float | None,
+def plan(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None, context: int | None,
+         users: int | None, rps: float | None,
          request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
          weights_dtype: str, model_path: str | None, text_only: bool, offline: bool, fmt: str, fail_on: str, verbose: bool) -> int:
     """Derive a serving design for CONFIG on these GPUs: weights and KV per GPU, how many users of the context
@@ -75,7 +79,7 @@ def plan(config: str, gpu: str | None, manifest: str | None, context: int | None
     request = PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
                           request_seconds=request_seconds, latency=latency, engines=engines,
                           engine_version=engine_version, weights_dtype=weights_dtype, model_path=model_path,
-                          text_only=text_only, offline=offline)
+                          text_only=text_only, offline=offline, gpu_mem=gpu_mem)
     result = make_plan(request)
     from doctor.render.plan import plan_markdown, plan_text
 

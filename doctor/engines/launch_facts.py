@@ -39,15 +39,34 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
         facts.error("launch.version", f"no version given and no image tag: flags read with the newest "
                                       f"{cmd.engine} catalog ({cat.version})")
     facts.set("launch.catalog_version", cat.version, cat.note or f"catalog {cat.engine}-{cat.version}.json")
-    facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
+    holes = _placeholder_reasons(cmd)
+    model_hole = holes.get("model") or holes.get("model_path")
+    if cmd.model is None and model_hole:
+        facts.error("launch.model", model_hole)
+    else:
+        facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
     for dest, fv in cmd.by_dest().items():
         facts.set(f"launch.flags.{dest}", _merged(cmd, dest, fv), _argv_source(fv))
+    for dest, why in holes.items():
+        if dest not in cmd.by_dest():
+            facts.error(f"launch.flags.{dest}", why)
+    env_holes = {p["flag"][4:]: p for p in cmd.placeholders if p["flag"].startswith("env ")}
     for name, value in cmd.env.items():
-        facts.set(f"launch.env.{name}", value, f"env {name}")
+        hole = env_holes.get(name)
+        if hole is not None and hole["default"] is None:
+            facts.error(f"launch.env.{name}", f"env {name}={hole['word']} is a placeholder in the launch command: "
+                                              "its value is unknown")
+            continue
+        facts.set(f"launch.env.{name}", hole["default"] if hole else value, f"env {name}")
+    facts.set("launch.placeholders", list(cmd.placeholders), f"{label}: values the paste does not have")
 
     for key, rule in load_semantics()["facts"].items():
         cases = rule.get(cmd.engine)
         if cases is None:
+            continue
+        hidden = _hidden_by(cases, holes, cmd)
+        if hidden is not None:
+            facts.error(key, hidden)
             continue
         found = _first(cases, cmd, facts)
         if found is None:
@@ -74,6 +93,25 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
     facts.set("engine.tool_parsers", list(cat.tool_parsers), f"catalog {cat.engine} {cat.version}")
     facts.set("engine.reasoning_parsers", list(cat.reasoning_parsers), f"catalog {cat.engine} {cat.version}")
     return facts
+
+
+def _placeholder_reasons(cmd: LaunchCommand) -> dict[str, str]:
+    """dest -> why its value is unknown, for each flag whose value is a placeholder without a default."""
+    return {p["dest"]: f"{p['flag']} {p['word']} is a placeholder in the launch command: its value is unknown "
+                       f"(pass the command with the value filled in)"
+            for p in cmd.placeholders if p["dest"] and p["default"] is None}
+
+
+def _hidden_by(cases: list[dict[str, Any]], holes: dict[str, str], cmd: LaunchCommand) -> str | None:
+    """Why a semantics.yaml fact is unknown when a flag it reads is a placeholder (None: it is not)."""
+    if not holes:
+        return None
+    for case in cases:
+        dests = case.get("from") or (case["json"][0] if "json" in case else None) or []
+        for dest in [dests] if isinstance(dests, str) else dests:
+            if dest in holes and dest not in cmd.by_dest():
+                return holes[dest]
+    return None
 
 
 def _merged(cmd: LaunchCommand, dest: str, last: FlagValue) -> Any:
@@ -133,9 +171,9 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
         return None
     if "env" in case:
         name = case["env"]
-        if name not in cmd.env:
+        if name not in cmd.env or f"launch.env.{name}" not in facts:  # absent, or a placeholder without a value
             return None
-        value: Any = cmd.env[name]
+        value: Any = facts.get(f"launch.env.{name}")
         if case.get("type") == "int":
             try:
                 value = int(value)
@@ -197,7 +235,8 @@ def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[
     elif "fact" in cond:
         present, value, label = cond["fact"] in facts, facts.get(cond["fact"]), cond["fact"]
     elif "env" in cond:
-        present, value, label = cond["env"] in cmd.env, cmd.env.get(cond["env"]), f"env {cond['env']}"
+        key = f"launch.env.{cond['env']}"  # a placeholder without a value is no value (launch_facts sets none)
+        present, value, label = key in facts, facts.get(key), f"env {cond['env']}"
     else:
         return False, ""
     if not present:

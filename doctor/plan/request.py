@@ -30,6 +30,7 @@ class PlanRequest:
     weights_dtype: str = "auto"
     model_path: str | None = None
     text_only: bool = False
+    gpu_mem: str | None = None  # --gpu-mem SIZE: each GPU's memory, over the catalog's (or for an unknown GPU)
     #: never ask the Hugging Face Hub for CONFIG (--offline)
     offline: bool = False
     #: CONFIG's content once resolved (doctor/model/resolve.py), so the plan's checks need not resolve it again

@@ -106,6 +106,7 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
         budget = _active_budget(run)
         if budget:
             out += labelled("active", budget.removeprefix("active probes: "), cols, indent=0)
+    out += [line for n in run.gathered.notes for line in labelled("note", n, cols, indent=0)]
     findings, unchecked = run.diagnosis.findings, run.diagnosis.unchecked
     if run.unreachable:
         # The reason is printed once, on stderr; with nothing examined, every cause is "unchecked" and saying

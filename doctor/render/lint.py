@@ -57,8 +57,8 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     out += [line for extra in head[1:] for line in wrap(extra, cols, "", "  ")]
     out += labelled("verdict", _verdict(result), cols, indent=0)
     cmd = result.gathered.command
-    if cmd is not None and cmd.notes:
-        out += [line for n in cmd.notes for line in labelled("note", n, cols, indent=0)]
+    notes = (list(cmd.notes) if cmd is not None else []) + list(result.gathered.notes)
+    out += [line for n in notes for line in labelled("note", n, cols, indent=0)]
     if result.flags and not verbose:
         named = ", ".join(f"{note.flag} {_value(note.value)}".rstrip() for note in result.flags)
         out += labelled("flags", f"{named} (-v explains each)", cols, indent=0)

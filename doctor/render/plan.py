@@ -26,7 +26,7 @@ def _headline(plan: Plan) -> list[str]:
     users = f"{demand.users} concurrent requests" if demand.users else "concurrency not given (--users or --rps)"
     lines = [
         f"plan: {redact_text(plan.model_path)} on {plan.gpu.count}× {plan.gpu.gpu.name}"
-        + (f" (sm_{plan.gpu.gpu.sm})" if plan.gpu.gpu.sm else f" ({plan.gpu.gpu.gfx})"),
+        + (f" (sm_{plan.gpu.gpu.sm})" if plan.gpu.gpu.sm else f" ({plan.gpu.gpu.gfx or 'not in the GPU catalog'})"),
         f"model    {card.attention.upper()}" + (f" ({card.full_attention.upper()} full attention)"
                                                  if card.attention == "hybrid" else "")
         + f" · {moe}" + (" · multimodal" if card.multimodal else "")
@@ -38,6 +38,11 @@ def _headline(plan: Plan) -> list[str]:
         + (" (exact: safetensors headers)" if plan.weights.stored else ""),
         f"traffic  {format_tokens(demand.context)} tokens per request · {users} · latency {demand.latency}",
     ]
+    if plan.gpu.assumed:
+        lines.append(f"gpu      {plan.gpu.assumed}")
+    if not plan.gpu.known:
+        lines.append(f"gpu      not in the GPU catalog: sized with {plan.gpu.gpu.memory_basis} per GPU; FP8/FP4 "
+                     "support, kernels and interconnect unknown (PCIe assumed)")
     if demand.users_source.startswith("Little"):
         lines.append(f"         {demand.users_source}")
     if demand.context_source != "--context":
