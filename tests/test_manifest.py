@@ -187,3 +187,12 @@ def test_targets_file_manifest_key(tmp_path: Path) -> None:
     assert {"kv-cache-exhausted", "secret-in-command"} <= {f["id"] for f in first["findings"]}
     assert broken["error"] and "none.yaml" in broken["error"]
     assert SECRET not in result.stdout
+
+
+@pytest.mark.parametrize("label, gpu", [
+    # GPU Feature Discovery writes the product label as nvidia-smi's name with spaces turned into '-'
+    ("NVIDIA-H200", "H200:2"), ("NVIDIA-H100-80GB-HBM3", "H100:2"), ("NVIDIA-A100-SXM4-80GB", "A100 80GB:2"),
+    ("NVIDIA-L4", "L4:2"), ("NVIDIA-H100-NVL", "H100 NVL:2"), ("Tesla-T4", "T4:2"), ("NVIDIA-L40S", "L40S:2"),
+])
+def test_gfd_product_labels_map_through_the_gpu_catalog(label: str, gpu: str) -> None:
+    assert parse_manifest(yaml.safe_dump(deployment(product=label)), "m").gpu == gpu
