@@ -127,6 +127,9 @@ def check_tool(
     server_info: Annotated[str | None, Field(description="Path of a saved /server_info JSON body")] = None,
     manifest: Annotated[str | None, Field(description="Path of a Kubernetes manifest (Deployment, Pod, "
                                                       "LeaderWorkerSet, …): the launch command and GPUs")] = None,
+    nvidia_smi: Annotated[str | None, Field(description="Path of saved `nvidia-smi -q -x` or --query-gpu CSV "
+                                                        "output")] = None,
+    log: Annotated[str | None, Field(description="Path of the server's log file")] = None,
     symptom: Annotated[str | None, Field(description="Only this symptom's playbook, e.g. memory-filling-fast")] = None,
     api_key_env: Annotated[str | None, Field(description="Name of the environment variable (of this MCP "
                                                          "server) holding the endpoint's API key")] = None,
@@ -137,7 +140,8 @@ def check_tool(
 ) -> dict[str, Any]:
     args = ["check", *_opt("--endpoint", endpoint), *_opt("--snapshot", snapshot), *_opt("--config", config),
             *_opt("--gpu", gpu), *_opt("--engine-version", engine_version), *_opt("--metrics", metrics),
-            *_opt("--server-info", server_info), *_opt("--manifest", manifest), *_opt("--symptom", symptom), *_opt("--api-key-env", api_key_env),
+            *_opt("--server-info", server_info), *_opt("--manifest", manifest), *_opt("--nvidia-smi", nvidia_smi),
+            *_opt("--log", log), *_opt("--symptom", symptom), *_opt("--api-key-env", api_key_env),
             "--timeout", str(timeout_s), *_opt("--sample", sample_s or None), "--fail-on", "never"]
     if command is not None:
         args += ["--command-file", "-"]

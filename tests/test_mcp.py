@@ -108,9 +108,13 @@ def test_tools_schemas_and_same_json_as_the_cli(tmp_path: Path) -> None:
 
 @requires_shared
 def test_check_a_live_endpoint_with_the_cli_limits() -> None:
+    log = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "headdim16-crash-before" / "server.log"  # a real log
     with LocalServer(vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_1.prom")) as engine:
-        _, (live, dead) = _session([("check", {"endpoint": engine.endpoint, "timeout_s": 3}),
-                                    ("check", {"endpoint": "127.0.0.1:9", "timeout_s": 0.5})])
+        _, (live, dead, from_log) = _session([("check", {"endpoint": engine.endpoint, "timeout_s": 3}),
+                                              ("check", {"endpoint": "127.0.0.1:9", "timeout_s": 0.5}),
+                                              ("check", {"log": str(log)})])
+    cli = run_cli("check", "--log", str(log), "--format", "json", "--fail-on", "never")
+    assert _stable(_doc(from_log)) == _stable(json.loads(cli.stdout))
     doc = _doc(live)
     assert doc["schema"] == "llmdoctor.check/1" and "kv-cache-exhausted" in {f["id"] for f in doc["findings"]}
     # unreachable is a result (exit 3 with the partial document), not a tool error
