@@ -61,6 +61,11 @@ def test_context_above_the_model_is_starting_then_refused(engines: EngineHarness
     assert ("ValueError: Warning: User-specified context_length (16384) is greater than the derived context_length "
             "(8192).") in server.log, server.tail()
     _lint_names(server.log, flags, "context-length-over-model-limit")
+    # the engine's own log, handed over after the fact
+    logged = llmdoctor("check", "--log", str(server.log_path), "--format", "json")
+    named = findings(json.loads(logged.stdout))
+    assert named["context-length-over-model-limit"]["severity"] == "critical", sorted(named)
+    assert named["context-length-over-model-limit"]["confidence"] == "high"
 
 
 def _lint_names(log: str, flags: list[str], cause: str) -> None:
