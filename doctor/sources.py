@@ -178,7 +178,7 @@ def family_facts(facts: Facts) -> Facts:
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
     """For parsers the command names but its engine version lacks: the first release that registers them."""
-    from doctor.engines.catalog import available, load_catalog, version_key
+    from doctor.engines.catalog import registered_since
 
     out = Facts()
     for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
@@ -190,9 +190,7 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
             out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
                                f"{command.catalog.version}")
             continue
-        newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
-        since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
-                                                                                   attr)), None)
+        since = registered_since(command.engine, attr, name, command.catalog.version)
         out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
                 if since else f"engine catalogs: no {command.engine} release registers {name!r}")
     return out
@@ -202,14 +200,25 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     """How this engine version spells what fixes ask for, when the spelling changed across versions.
 
     SGLang 0.5.20+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
-    so a fix must use the spelling of the catalog the command was read with.
+    so a fix must use the spelling of the catalog the command was read with — or, with the version unknown, the
+    spelling every release accepts.
     """
     out = Facts()
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
-        modern = command.catalog.resolve("--attn-dp-size") is not None
+        cat = command.catalog
+        if cat.coverage == "unknown":
+            # version unknown: the spelling every release accepts (deprecated, not refused, from 0.5.20 on)
+            legacy = cat.flag("enable_dp_attention")
+            modern = cat.resolve("--attn-dp-size")
+            out.set("engine.dp_attention_flags", f"--enable-dp-attention --dp-size {tp} (newer releases prefer "
+                    f"--attn-dp-size {tp})" if modern is not None and legacy is not None and not legacy.rejected
+                    else f"--attn-dp-size {tp}" if modern is not None else f"--enable-dp-attention --dp-size {tp}",
+                    "engine catalogs sglang: the spelling every release read accepts (version unknown)")
+            return out
+        modern = cat.resolve("--attn-dp-size") is not None
         out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
-                f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
+                f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {cat.version}")
     return out
 
 

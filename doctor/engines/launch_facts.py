@@ -24,6 +24,8 @@ _PROBLEM_FACTS = {
     "missing_value": "launch.missing_values",
     "unexpected_positional": "launch.unexpected_positionals",
     "duplicate_flag": "launch.duplicate_flags",
+    "removed_flag": "launch.removed_flags",
+    "renamed_flag": "launch.renamed_flags",
 }
 
 
@@ -36,8 +38,10 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
         facts.set("launch.version", cmd.version, cmd.version_source)
     else:
         facts.error("launch.version", f"no version given and no image tag: flags read with the newest "
-                                      f"{cmd.engine} catalog ({cat.version})")
-    facts.set("launch.catalog_version", cat.version, cat.note or f"catalog {cat.engine}-{cat.version}.json")
+                                      f"{cmd.engine} release read ({cat.version}); version-dependent findings "
+                                      f"say which releases they hold for")
+    facts.set("launch.catalog_version", cat.version,
+              cat.note or f"catalog history doctor/engines/catalogs/{cat.engine}.json, release {cat.version}")
     facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
     for dest, fv in cmd.by_dest().items():
         facts.set(f"launch.flags.{dest}", _merged(cmd, dest, fv), _argv_source(fv))
