@@ -10,6 +10,8 @@ reviewer can open in that release's wheel); the version rule's notes, and the fl
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared
@@ -25,7 +27,9 @@ from doctor.engines.catalog import (
 from doctor.engines.command import parse_command
 from doctor.lint import lint
 from doctor.sources import OfflineInputs
-from tools.gen_catalog import shipped_versions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ is not an installed package
+from tools.gen_catalog import shipped_versions  # noqa: E402
 
 LIVE_VLLM = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "argparse-options.json"
 

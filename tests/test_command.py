@@ -20,6 +20,7 @@ from seed_commands import (
     SEED_QWEN35_MM,
 )
 
+from doctor.engines.catalog import flag_history, version_key
 from doctor.engines.command import parse_command
 from doctor.errors import InputError
 
@@ -213,8 +214,10 @@ def test_deprecated_and_removed_flags() -> None:
     detail = problem(s, "deprecated_flag", "--enable-ep-moe").detail
     assert detail["replacement"] == "--ep-size" and detail["rejected"] is True
     gone = parse_command("python3 -m sglang.launch_server --model-path m --enable-ep-moe", engine_version="0.5.23")
-    detail = problem(gone, "unknown_flag", "--enable-ep-moe").detail
-    assert detail["last_seen"] in ("0.5.4", "0.5.6", "0.5.8", "0.5.12", "0.5.16", "0.5.20")
+    # the history: refused (DeprecatedAction) with new_flag --ep-size until its last release, then gone
+    detail = problem(gone, "renamed_flag", "--enable-ep-moe").detail
+    assert detail["replacement"] == "--ep-size" and detail["last"] == flag_history("sglang")["--enable-ep-moe"][1]
+    assert version_key(detail["last"]) < version_key(detail["dropped_in"]) <= version_key("0.5.23")
     v = parse_command("vllm serve m --disable-log-requests", engine_version="0.13.0")
     assert kinds(v) == {"deprecated_flag": ["--disable-log-requests"]}
 

@@ -25,6 +25,7 @@ from doctor.engines.catalog import (
     Catalog,
     FlagSpec,
     Resolution,
+    available,
     flag_change,
     load_catalog,
 )
@@ -375,6 +376,12 @@ class _Walker:
             spec = cat.flag(folk.get("means", ""))
             detail["equivalent"] = spec.name if spec is not None else None
             detail["note"] = folk.get("note", "")
+        if not detail.get("note") and not detail["nearest"]:
+            releases = available(cmd.engine)
+            detail["note"] = f"no {cmd.engine} release from {releases[0]} to {releases[-1]} has it"
+            if cat.coverage in ("older", "newer"):  # the release itself was not read: say what that means
+                detail["note"] += f"; {cmd.engine} {cmd.version} itself was not read and may have it"
+            detail["remedy"] = "drop it"
         cmd.problems.append(Problem("unknown_flag", name, detail))
         self._skip_value(tok, None)
 
