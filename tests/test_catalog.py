@@ -259,7 +259,9 @@ def test_metrics() -> None:
     assert v13.metric("vllm:gpu_cache_usage_perc") is None
     usage = v13.metric("vllm:kv_cache_usage_perc")
     assert usage["type"] == "gauge" and usage["labels"] == ["model_name", "engine"]
-    assert usage["source"] == "vllm/v1/metrics/loggers.py:460"
+    # unchanged (type, labels) from 0.9.2 to the newest: the history keeps 0.9.2's file:line and says so
+    # (the 0.13.0 wheel has it at loggers.py:460, 0.9.2's at :216)
+    assert usage["source"] == "vllm/v1/metrics/loggers.py:216" and usage["evidence_from"] == "0.9.2"
     preempt = v13.metric("vllm:num_preemptions_total")  # counters are exposed with _total
     assert preempt["name"] == "vllm:num_preemptions" and preempt["type"] == "counter"
     assert v13.metric("vllm:cache_config_info")["type"] == "gauge"  # name held in a local variable

@@ -90,42 +90,56 @@ def test_vllm_032_knows_every_option_and_parser_of_the_real_install() -> None:
     assert not {"engine-too-old", "unknown-flag", "removed-flag"} & set(found)
 
 
-def test_enable_scale_out_is_too_new_for_031_and_names_its_first_release() -> None:
-    change = flag_change(load_catalog("vllm", "0.31.0"), "--enable-scale-out")
-    assert change is not None and change.kind == "too_new" and change.since == "0.32.0"
-    found = findings("vllm serve m --enable-scale-out", "0.31.0")
+def test_enable_scale_out_is_too_new_for_029_and_names_its_first_release() -> None:
+    # vllm 0.30.0 vllm/entrypoints/launchers/cli_args.py:184 `enable_scale_out: bool = False` (FrontendArgs field,
+    # added to the parser at :249); not in 0.29.0. The catalogs the project had jumped from 0.29.0 to 0.33.0.
+    change = flag_change(load_catalog("vllm", "0.29.0"), "--enable-scale-out")
+    assert change is not None and change.kind == "too_new" and change.since == "0.30.0"
+    found = findings("vllm serve m --enable-scale-out", "0.29.0")
     assert found["engine-too-old"].severity == "critical"
+    assert "engine-too-old" not in findings("vllm serve m --enable-scale-out", "0.30.0")
 
 
 # ---------------------------------------------------------------------------------------------
 # Flag history: removed, renamed, never existed
 # ---------------------------------------------------------------------------------------------
-def test_enable_reasoning_is_valid_on_085_and_removed_later() -> None:
-    # vllm 0.8.5 vllm/engine/arg_utils.py: parser.add_argument("--enable-reasoning", action="store_true")
-    cmd = parse_command("vllm serve deepseek-ai/DeepSeek-R1 --enable-reasoning --reasoning-parser deepseek_r1",
-                        engine_version="0.8.5")
+def test_enable_reasoning_is_valid_on_085_and_renamed_later() -> None:
+    # vllm 0.8.5 vllm/entrypoints/openai/cli_args.py:212 (0.7.1 on) add_argument("--enable-reasoning",
+    # action="store_true"); 0.9.0 vllm/engine/arg_utils.py:575 "[DEPRECATED] ... Use `--reasoning-parser`";
+    # gone from 0.10.0. issue 13/14: on 0.8.5 it was called unknown, "did you mean --enable-prefix-caching".
+    command = "vllm serve deepseek-ai/DeepSeek-R1 --enable-reasoning --reasoning-parser deepseek_r1"
+    cmd = parse_command(command, engine_version="0.8.5")
     assert cmd.catalog.version == "0.8.5" and cmd.catalog.note == ""
     assert not {"unknown_flag", "removed_flag", "renamed_flag"} & set(kinds(cmd))
     assert cmd.get("enable_reasoning") is True
-    first, last = flag_history("vllm")["--enable-reasoning"]
-    dropped = available("vllm")[available("vllm").index(last) + 1]
-    later = parse_command("vllm serve deepseek-ai/DeepSeek-R1 --enable-reasoning --reasoning-parser deepseek_r1",
-                          engine_version="0.33.0")
-    problem = kinds(later)["removed_flag"]
-    assert problem["last"] == last and problem["dropped_in"] == dropped and problem["nearest"] is None \
-        if "nearest" in problem else problem["last"] == last
-    assert "unknown_flag" not in kinds(later)
-    found = findings("vllm serve m --enable-reasoning --reasoning-parser deepseek_r1", "0.33.0")
-    assert found["removed-flag"].severity == "critical" and last in found["removed-flag"].what
+    assert flag_history("vllm")["--enable-reasoning"] == ("0.7.1", "0.9.2")
+    deprecated = parse_command(command, engine_version="0.9.2")
+    assert kinds(deprecated)["deprecated_flag"]["replacement"] == "--reasoning-parser"
+    later = parse_command(command, engine_version="0.33.0")
+    problem = kinds(later)["renamed_flag"]
+    assert problem["last"] == "0.9.2" and problem["dropped_in"] == "0.10.0"
+    assert problem["replacement"] == "--reasoning-parser" and "unknown_flag" not in kinds(later)
+    found = findings(command, "0.33.0")
+    assert found["renamed-flag"].severity == "critical" and "0.10.0 dropped it" in found["renamed-flag"].what
+    assert found["renamed-flag"].fix == "Use the new spelling: --enable-reasoning → --reasoning-parser."
     assert "unknown-flag" not in found
 
 
+def test_removed_flag_without_replacement() -> None:
+    # --use-v2-block-manager: vllm 0.6.0 vllm/engine/arg_utils.py (store_true); the history says when it went
+    first, last = flag_history("vllm")["--use-v2-block-manager"]
+    assert first == "0.6.0"
+    found = findings("vllm serve m --use-v2-block-manager", "0.33.0")
+    assert found["removed-flag"].severity == "critical" and f"last in {last}" in found["removed-flag"].fix
+    assert "removed-flag" not in findings("vllm serve m --use-v2-block-manager", last)
+
+
 def test_removed_flag_with_the_version_unknown_is_a_hedged_warning() -> None:
-    found = findings("vllm serve m --enable-reasoning --reasoning-parser deepseek_r1")
+    found = findings("vllm serve m --use-v2-block-manager")
     finding = found["removed-flag"]
     assert finding.severity == "warning"
-    _, last = flag_history("vllm")["--enable-reasoning"]
-    assert f"–{last}" in finding.what and "version unknown" in finding.what
+    first, last = flag_history("vllm")["--use-v2-block-manager"]
+    assert f"valid on vllm {first}–{last}" in finding.what and "version unknown" in finding.what
 
 
 def test_nearest_name_only_for_near_misses() -> None:
@@ -135,6 +149,7 @@ def test_nearest_name_only_for_near_misses() -> None:
     assert cat.nearest_flag("--tensor-paralel-size") == "--tensor-parallel-size"
     assert cat.nearest_flag("--max-model-length") == "--max-model-len"
     assert cat.nearest_flag("--reasoning-parser-deepseek_r1") == "--reasoning-parser"
+    assert load_catalog("vllm", "0.33.0").nearest_flag("--enable-reasoning") is None
     cmd = parse_command("vllm serve m --lora-path /x", engine_version="0.8.5")
     assert kinds(cmd)["unknown_flag"]["nearest"] is None
 

@@ -111,7 +111,9 @@ def test_seed_qwen35_multimodal_flags_too_new_for_010() -> None:
     assert cmd.get("enable_prefix_caching") is True and cmd.get("reasoning_parser") == "qwen3"
     old = parse_command(SEED_QWEN35_MM, engine_version="0.10.0")
     assert kinds(old) == {"too_new_flag": ["--mm-encoder-tp-mode", "--mm-processor-cache-type"]}
-    assert problem(old, "too_new_flag", "--mm-encoder-tp-mode").detail["since"] == "0.11.0"
+    # every release is read now: --mm-encoder-tp-mode arrived in 0.10.2, --mm-processor-cache-type in 0.11.0
+    assert problem(old, "too_new_flag", "--mm-encoder-tp-mode").detail["since"] == "0.10.2"
+    assert problem(old, "too_new_flag", "--mm-processor-cache-type").detail["since"] == "0.11.0"
     assert old.get("reasoning_parser") == "qwen3"  # the walk carries on after a too-new flag
 
 
@@ -270,7 +272,7 @@ def test_docker_run_with_version_from_tag() -> None:
 def test_docker_sglang_image_with_command() -> None:
     cmd = parse_command("docker run --gpus all --shm-size 32g lmsysorg/sglang:v0.5.4.post1-cu126 "
                         "python3 -m sglang.launch_server --model-path m --tp 2")
-    assert (cmd.engine, cmd.version, cmd.catalog.version) == ("sglang", "0.5.4.post1", "0.5.4")
+    assert (cmd.engine, cmd.version, cmd.catalog.version) == ("sglang", "0.5.4.post1", "0.5.4.post1")  # read itself
     assert cmd.get("tp_size") == 2 and cmd.catalog.note == ""
 
 

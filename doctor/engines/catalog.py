@@ -1,17 +1,19 @@
-"""Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang version.
+"""Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang release.
 
-The catalogs are JSON files generated from the engines' real wheels (``tools/gen_catalog.py``; see
-tools/README.md) and shipped in ``doctor/engines/catalogs/``. This module loads them lazily (only the
-version asked for; JSON only, no engine import) and answers the questions the launch-command parser
+Every release from vLLM 0.6.0 and SGLang 0.4.0 on is read from its real wheel (``tools/gen_catalog.py``;
+see tools/README.md) into one history table per engine, ``doctor/engines/catalogs/<engine>.json``
+(since/until per item, doctor/engines/history.py). This module rebuilds the release asked for from it
+(cached between runs; JSON only, no engine import) and answers the questions the launch-command parser
 and the linter ask: what does this token resolve to *exactly as that engine's argparse would*
 (aliases, ``--flag=value``, vLLM's ``_``→``-`` rewriting and dotted JSON keys, prefix abbreviations
-when the parser allows them), what are the choices, the defaults, the registered parser names.
+when the parser allows them), what are the choices, the defaults, the registered parser names — and,
+for a flag that release lacks, what the history says (``flag_change``: too new, removed, renamed).
 
-Version rule: a requested version uses the catalog of the same version, else the nearest catalog
-*at or below* it (flags only accumulate or get deprecated between neighbouring releases far more
-often than they disappear, and a flag the older catalog lacks is reported as "too new" from the
-newer ones rather than silently accepted). A version older than the oldest catalog uses the oldest;
-no version uses the newest. Either way ``Catalog.note`` says what was done.
+Version rule (``_choose``): a release that was read is used as is; a post-release or local build of one
+uses it; a version between two releases uses the nearest at or below (flags of the next are "too
+new"); older than the oldest uses the oldest, newer than the newest the newest; no version (or not a
+version number) reads flags with the newest release but is *unknown*: nothing is too new and a flag
+only older releases had is valid up to its last release. ``Catalog.note`` says which case applied.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
         facts.set("launch.version", cmd.version, cmd.version_source)
     else:
         facts.error("launch.version", f"no version given and no image tag: flags read with the newest "
-                                      f"{cmd.engine} release read ({cat.version}); version-dependent findings "
+                                      f"{cmd.engine} catalog ({cat.version}); version-dependent findings "
                                       f"say which releases they hold for")
     facts.set("launch.catalog_version", cat.version,
               cat.note or f"catalog history doctor/engines/catalogs/{cat.engine}.json, release {cat.version}")
