@@ -199,7 +199,7 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
 def spelling_facts(command: LaunchCommand) -> Facts:
     """How this engine version spells what fixes ask for, when the spelling changed across versions.
 
-    SGLang 0.5.20+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
+    SGLang 0.5.22+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
     so a fix must use the spelling of the catalog the command was read with — or, with the version unknown, the
     spelling every release accepts.
     """

@@ -17,6 +17,7 @@ import pytest
 from conftest import SHARED_FIXTURES, requires_shared
 
 from doctor.engines.catalog import (
+    annotate_since,
     available,
     choose_version,
     flag_change,
@@ -222,3 +223,18 @@ def test_fix_spelling_with_the_version_unknown_is_valid_on_every_release() -> No
         assert first == available("sglang")[0] and last == available("sglang")[-1]
     assert parse_command("python -m sglang.launch_server --model-path m --tp-size 8",
                          engine_version="0.5.23").catalog.resolve("--attn-dp-size") is not None
+
+
+def test_fixes_name_the_first_release_of_a_recent_flag_when_the_version_is_unknown() -> None:
+    # sglang 0.5.22 is the first release with --attn-dp-size (history: sglang.json flags["--attn-dp-size"]);
+    # --ep-size is missing only from 0.4.0 (alias of --expert-parallel-size from 0.4.0.post1): left alone
+    assert flag_history("sglang")["--attn-dp-size"][0] == "0.5.22"
+    assert annotate_since("sglang", "add --attn-dp-size 8") == \
+        "add --attn-dp-size 8 (version unknown: --attn-dp-size needs SGLang ≥ 0.5.22)"
+    assert annotate_since("sglang", "add --ep-size 8") == "add --ep-size 8"
+    command = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp-size 8"
+    unknown = findings(command, None, config="example:seed-mla-moe", gpu="H200:8")
+    assert unknown["kv-replicated-by-tp"].fix.startswith("at high concurrency: add --enable-dp-attention --dp-size 8")
+    assert "--attn-dp-size needs SGLang ≥ 0.5.22" in unknown["kv-replicated-by-tp"].fix
+    known = findings(command, "0.5.23", config="example:seed-mla-moe", gpu="H200:8")
+    assert known["kv-replicated-by-tp"].fix == "at high concurrency: add --attn-dp-size 8"

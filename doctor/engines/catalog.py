@@ -438,6 +438,39 @@ def registered_since(engine: str, kind: str, name: str, after: str) -> str | Non
     return later[0] if later else None
 
 
+@cache
+def option_since(engine: str) -> dict[str, str]:
+    """Option → the first release read that has it. A small index kept between runs (doctor/datacache.py), so a
+    command whose version is unknown does not pay for the whole history to annotate its fixes."""
+    from doctor.datacache import cached
+
+    return cached(f"engines.catalog.{engine}.since", [history_path(engine)],
+                  lambda: {option: runs[0][0] for option, runs in flag_runs(engine).items()})
+
+
+_OPTION = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+
+
+def annotate_since(engine: str, text: str) -> str:
+    """With the engine version unknown, a fix must say when a flag it names is not valid on the releases in
+    question: an option that arrived after the first quarter of the releases read (SGLang's ``--attn-dp-size``,
+    0.5.22) is listed with its first release. One that only the oldest releases lack (``--ep-size``, missing from
+    SGLang 0.4.0 alone) is left alone: annotating every fix for one release of 2024 would bury the ones that
+    matter."""
+    since = option_since(engine)
+    versions = available(engine)
+    cutoff = version_key(versions[len(versions) // 4])
+    label = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    needs = {}
+    for option in _OPTION.findall(text):
+        first = since.get(option)
+        if first is not None and version_key(first) > cutoff:
+            needs.setdefault(option, first)
+    if not needs:
+        return text
+    return f"{text} (version unknown: " + ", ".join(f"{o} needs {label} ≥ {v}" for o, v in needs.items()) + ")"
+
+
 def flag_history(engine: str) -> dict[str, tuple[str, str]]:
     """Option string → (first, last) release read that has it."""
     return {option: (runs[0][0], runs[-1][1]) for option, runs in flag_runs(engine).items()}
