@@ -183,6 +183,7 @@ def test_renamed_flag_names_its_replacement() -> None:
     (None, None, "version unknown"),
     ("latest", None, "not a version number"),
     ("0.33.0+cpu", "0.33.0", None),                                # a local build of a release read
+    ("0.8.5.post2", "0.8.5.post1", "nearest of the same release series"),  # no such post-release on PyPI
 ])
 def test_version_rule_says_what_it_did(requested, chosen, words) -> None:
     got, note = choose_version("vllm", requested)

@@ -108,8 +108,11 @@ def _choose(engine: str, requested: str | None) -> tuple[str, str, str]:
     if chosen == newest and release(chosen) != release(requested):
         return chosen, (f"{engine} {requested} is newer than every release read ({span}): flags checked against "
                         f"{newest}; a flag added after {newest} cannot be known and is reported as unknown"), "newer"
-    if release(chosen) == release(requested):
-        return chosen, "", "series"  # a post-release or local build of a release that was read
+    if release(chosen) == release(requested):  # a local build (+cpu) or an unread post-release of a release read
+        if version_key(chosen) == want:
+            return chosen, "", "series"
+        return chosen, (f"{engine} {requested} is not a release that was read: using {chosen}, the nearest of the "
+                        f"same release series"), "series"
     after = versions[versions.index(chosen) + 1]
     return chosen, (f"{engine} {requested} is not a release that was read: using {chosen}, the nearest at or below "
                     f"(the next is {after}; flags it added are reported as too new)"), "between"
