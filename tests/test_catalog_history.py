@@ -239,3 +239,18 @@ def test_fixes_name_the_first_release_of_a_recent_flag_when_the_version_is_unkno
     assert "--attn-dp-size needs SGLang ≥ 0.5.22" in unknown["kv-replicated-by-tp"].fix
     known = findings(command, "0.5.23", config="example:seed-mla-moe", gpu="H200:8")
     assert known["kv-replicated-by-tp"].fix == "at high concurrency: add --attn-dp-size 8"
+
+
+def test_a_default_that_changed_is_hedged_when_the_version_is_unknown() -> None:
+    # --gpu-memory-utilization: 0.9 up to vllm 0.19.1, 0.92 from 0.20.0 (vllm/config/cache.py; history
+    # defaults["mem_fraction"]); prefix caching was off by default in vllm 0.6.0-0.6.4.post1
+    from doctor.engines.launch_facts import launch_facts
+
+    unknown = launch_facts(parse_command("vllm serve m"))
+    mem = unknown.fact("launch.mem_fraction")
+    assert mem.value == 0.92 and "older releases differ (0.6.0–0.19.1: 0.9)" in mem.source
+    assert "0.6.0–0.6.4.post1: False" in unknown.fact("launch.prefix_caching").source
+    old = launch_facts(parse_command("vllm serve m", engine_version="0.19.1")).fact("launch.mem_fraction")
+    assert old.value == 0.9 and old.source == "default of vllm 0.19.1"
+    known = launch_facts(parse_command("vllm serve m", engine_version="0.33.0")).fact("launch.mem_fraction")
+    assert known.source == "default of vllm 0.33.0"

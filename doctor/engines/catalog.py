@@ -447,7 +447,7 @@ def option_since(engine: str) -> dict[str, str]:
     command whose version is unknown does not pay for the whole history to annotate its fixes."""
     from doctor.datacache import cached
 
-    return cached(f"engines.catalog.{engine}.since", [history_path(engine)],
+    return cached(f"engines.catalog.{engine}.since", [history_path(engine), Path(__file__)],
                   lambda: {option: runs[0][0] for option, runs in flag_runs(engine).items()})
 
 
@@ -472,6 +472,55 @@ def annotate_since(engine: str, text: str) -> str:
     if not needs:
         return text
     return f"{text} (version unknown: " + ", ".join(f"{o} needs {label} ≥ {v}" for o, v in needs.items()) + ")"
+
+
+@cache
+def default_changes(engine: str) -> dict[str, list[tuple[str, str, Any]]]:
+    """Setting → [(since, until, default)] for every flag dest (and ``defaults`` entry, as ``defaults.NAME``)
+    whose default differed between releases read (a null default — computed at startup, or not read — is left
+    out, not counted as a difference). A small index kept between runs, so that a command whose
+    version is unknown can say that a default it relies on is only the newest release's."""
+    from doctor.datacache import cached
+
+    def build() -> dict[str, list[list[Any]]]:
+        table = _history(engine)
+        runs: dict[str, list[list[Any]]] = {}
+        for item_runs in table.get("flags", {}).values():
+            for run in item_runs:
+                value = run["value"]
+                if not value.get("default_unknown") and value.get("default") is not None:
+                    runs.setdefault(value["dest"], []).append([run["since"], run["until"], value.get("default")])
+        for name, item_runs in table.get("defaults", {}).items():
+            runs[f"defaults.{name}"] = [[r["since"], r["until"], r["value"].get("default")] for r in item_runs
+                                        if r["value"].get("default") is not None]
+        order = {v: i for i, v in enumerate(available(engine))}
+        out = {}
+        for key, found in runs.items():
+            found.sort(key=lambda r: order[r[0]])
+            merged: list[list[Any]] = []
+            for since, until, default in found:  # consecutive runs with the same default are one
+                if merged and merged[-1][2] == default:
+                    merged[-1][1] = until
+                else:
+                    merged.append([since, until, default])
+            if len(merged) > 1:
+                out[key] = merged
+        return out
+
+    data = cached(f"engines.catalog.{engine}.defaults", [history_path(engine), Path(__file__)], build)
+    return {k: [tuple(r) for r in v] for k, v in data.items()}
+
+
+def default_hedge(catalog: Catalog, key: str) -> str:
+    """'' unless the version is unknown and the default of ``key`` (a dest, or ``defaults.NAME``) differed
+    between releases: then which releases had which default, for the fact's source."""
+    if catalog.coverage != "unknown":
+        return ""
+    changes = default_changes(catalog.engine).get(key)
+    if not changes:
+        return ""
+    older = [f"{since}–{until}: {default!r}" for since, until, default in changes[:-1]]
+    return f"; version unknown, and older releases differ ({', '.join(older)})"
 
 
 def flag_history(engine: str) -> dict[str, tuple[str, str]]:

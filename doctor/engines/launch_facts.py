@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from doctor.engines.catalog import default_hedge
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
@@ -156,12 +157,14 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
         spec = cat.flag(case["default"])
         if spec is None or not spec.default_known or spec.default is None:
             return None
-        return spec.default, f"default of {cat.engine} {cat.version} ({spec.name})"
+        return spec.default, (f"default of {cat.engine} {cat.version} ({spec.name})"
+                              + default_hedge(cat, spec.dest))
     if "engine_default" in case:
         entry = cat.defaults.get(case["engine_default"], {})
         if entry.get("default") is None:
             return None
-        return entry["default"], f"default of {cat.engine} {cat.version}"
+        return entry["default"], (f"default of {cat.engine} {cat.version}"
+                                  + default_hedge(cat, f"defaults.{case['engine_default']}"))
     if "const" in case:
         why = case.get("why")
         return case["const"], (f"engine behaviour: {why}" if why else
