@@ -2,7 +2,7 @@
 
     python bench/bench_inspect.py [--repeat 3] [--configs DIR]
 
-In-process: load + analyze + KV layout + JSON report + text card per config (the work itself).
+In-process: resolve (doctor/model/resolve.py, local only) + analyze + KV layout + JSON report + text card per config (the work itself).
 Separate processes: the real console script, cold start included — the number an on-call engineer
 feels. Subprocesses run with bytecode caching on (as a pip-installed package has it: pip compiles
 .pyc files at install time); one warm-up run writes the caches first. For reference the script also
@@ -40,15 +40,13 @@ def _cli() -> list[str]:
 def in_process(configs: list[str], repeat: int) -> list[float]:
     sys.path.insert(0, str(ROOT))
     from doctor.cli.inspect_cmd import build_report, render_text
-    from doctor.model.architecture import analyze
-    from doctor.model.config import load_config
+    from doctor.model.resolve import model_card
 
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         for spec in configs:
-            loaded = load_config(spec)
-            card = analyze(loaded.raw, name=loaded.name, source=spec)
+            card = model_card(spec, offline=True).card
             render_text(card, build_report(card))
         times.append(time.perf_counter() - start)
     return times

@@ -28,12 +28,15 @@ SCENARIO_METRICS = ROOT / "fixtures" / "scenarios" / "sglang_dp2_tp4_metrics.pro
 LINT = "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --enable-prefix-caching --max-model-len 32768"
 #: Never on the inspect/lint/check paths: each costs 50-500 ms to import and none is needed there.
 HEAVY = ("pandas", "numpy", "matplotlib", "prometheus_api_client", "requests", "jsonschema", "prometheus_client",
-         "urllib3", "scipy")
+         "urllib3", "scipy", "huggingface_hub")
 
 
 def env() -> dict[str, str]:
+    """HF_HUB_OFFLINE=1: LINT's model is a repo id, and what is timed here is the local path (the model unknown
+    when it is not in the HF cache); resolution from the Hub is bench/bench_resolve.py's."""
     out = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     out["NO_COLOR"] = "1"
+    out["HF_HUB_OFFLINE"] = "1"
     return out
 
 

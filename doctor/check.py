@@ -10,6 +10,7 @@ in order, from --command, the server's own report, or the process found listenin
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,7 @@ class CheckRun:
             "model": facts.get("server.model") or facts.get("launch.model") or facts.get("model.name"),
             "elapsed_ms": round(self.elapsed_ms, 1),
             "probes": [_probe_entry(p) for p in self.probes],
+            "notes": list(self.gathered.notes),
             **facts.to_dict(),
             **self.diagnosis.to_dict(),
         }
@@ -118,7 +120,9 @@ def run_check(opts: CheckOptions) -> CheckRun:
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
-    unreachable = () if active_ran else ("active",)
+    # Without a log, the branches only a log can decide are not "could not check" lines on every run.
+    unreachable = (() if active_ran else ("active",)) + \
+        (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -186,24 +190,32 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         config_json=offline.config_json if offline.config else recorded.get("config_json"),
         config=offline.config or recorded.get("config_name"),
         gpu=offline.gpu or recorded.get("gpu"),
+        gpu_mem=offline.gpu_mem or recorded.get("gpu_mem"),
         workload=workload,
+        log_excerpt=recorded.get("log") if offline.log is None else None,
     )
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
-    from doctor.model.config import load_config
+    from doctor.hardware.spec import UnknownGpu
+    from doctor.model.resolve import resolve_model
     from doctor.sources import command_facts, gpu_facts_for, model_facts_for
 
     # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
     if offline.command is not None:
         command_facts(offline.command, offline.engine_version)
     if offline.gpu:
-        gpu_facts_for(offline.gpu)
+        with suppress(UnknownGpu):  # replays as it runs now: with the GPU facts unknown
+            gpu_facts_for(offline.gpu, offline.gpu_mem)
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
-                              "gpu": offline.gpu, "workload": vars(offline.workload)}
+                              "gpu": offline.gpu, "gpu_mem": offline.gpu_mem, "workload": vars(offline.workload)}
     if offline.config:
-        loaded = load_config(offline.config)
+        loaded = resolve_model(offline.config, offline=offline.offline).config
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
+    if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
+        from doctor.logs.source import read_log_input
+
+        inputs["log"] = read_log_input(offline.log).excerpt
     return inputs

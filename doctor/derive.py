@@ -31,6 +31,9 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 
 def derive_all(facts: Facts) -> Facts:
+    derive_from_log(facts)
+    derive_engine_name(facts)
+    derive_gpu_balance(facts)
     derive_model_label(facts)
     derive_kernel_support(facts)
     derive_fit(facts)
@@ -39,7 +42,85 @@ def derive_all(facts: Facts) -> Facts:
     derive_misaligned_chunks(facts)
     derive_ep_load(facts)
     derive_capacity(facts)
+    derive_kv_override(facts)
     return facts
+
+
+#: The engine's own runtime statistics a log prints (vLLM's "Engine 000:" line, SGLang's "Decode batch" line),
+#: as the /metrics facts they equal; a scrape, when there is one, wins.
+_LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usage": "metrics.kv_usage",
+              "prefix_hit_rate": "metrics.prefix_hit_rate"}
+
+
+def derive_from_log(facts: Facts) -> None:
+    """Fill the runtime facts /metrics would give from the last statistics the server logged."""
+    stats = facts.fact("log.stats")
+    if stats is not None and isinstance(stats.value, dict):
+        for field, key in _LOG_STATS.items():
+            value = stats.value.get(field)
+            if isinstance(value, (int, float)) and key not in facts:
+                facts.set(key, value, f"{stats.source} ({field})", observed=True)
+    cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
+    if cap is not None and "launch.max_num_seqs" not in facts:
+        facts.set("launch.max_num_seqs", cap.value, cap.source)
+    rate = facts.fact("log.spec_accept_rate")
+    if rate is not None and "metrics.spec_accept_rate" not in facts:
+        facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
+
+
+def derive_engine_name(facts: Facts) -> None:
+    """engine.name: the engine in use, from whichever source saw it (command, server, /metrics names, log), so
+    trees and fixes follow the engine even when the launch command is unknown."""
+    for key in ("launch.engine", "server.engine", "metrics.engine", "log.engine"):
+        fact = facts.fact(key)
+        if fact is not None and fact.value in ("vllm", "sglang"):
+            facts.set("engine.name", fact.value, fact.source, observed=fact.observed)
+            return
+
+
+def derive_gpu_balance(facts: Facts) -> None:
+    """gpu.util_skew (max/mean) and gpu.util_max (0..1) from per-GPU utilization, whatever read it (NVML reads
+    percent, a Prometheus GPU exporter ratios)."""
+    util = facts.fact("gpu.util")
+    if util is None or not isinstance(util.value, list) or len(util.value) < 2:
+        return
+    values = [v for v in util.value if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(values) != len(util.value):
+        return
+    scale = 100.0 if max(values) > 1 else 1.0
+    facts.set("gpu.util_max", round(max(values) / scale, 4), f"derived: max of {util.source}", observed=True)
+    if "gpu.util_skew" not in facts:
+        mean = sum(values) / len(values)
+        facts.set("gpu.util_skew", round(max(values) / mean, 3) if mean > 0 else 1.0,
+                  f"derived: max/mean of {util.source}", observed=True)
+
+
+def derive_kv_override(facts: Facts) -> None:
+    """capacity.kv_override: the KV size fixed by hand instead of measured by the engine (vLLM
+    num_gpu_blocks_override / kv_cache_memory_bytes, SGLang --max-total-tokens), from the server's own
+    cache_config_info or from the command line."""
+    found: list[str] = []
+    sources: list[str] = []
+    config = facts.fact("metrics.cache_config")
+    if config is not None and isinstance(config.value, dict):
+        for label in ("num_gpu_blocks_override", "kv_cache_memory_bytes"):
+            value = config.value.get(label)
+            if value not in (None, "", "None"):
+                found.append(f'{label}="{value}"')
+                sources.append(config.source)
+    logged = facts.fact("log.kv_override")
+    if logged is not None:
+        found.extend(logged.value)
+        sources.append(logged.source)
+    for dest in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "max_total_tokens"):
+        flag = facts.fact(f"launch.flags.{dest}")
+        if flag is not None and flag.value not in (None, "") and not any(dest in f for f in found):
+            found.append(f"{dest}={flag.value}")
+            sources.append(flag.source)
+    if found:
+        facts.set("capacity.kv_override", found, "; ".join(dict.fromkeys(sources)))
+    elif config is not None or "launch.engine" in facts or "log.engine" in facts:
+        facts.set("capacity.kv_override", [], "derived: no KV size override in cache_config_info or the command")
 
 
 def derive_model_label(facts: Facts) -> None:
@@ -115,6 +196,10 @@ def derive_hybrid_block_size(facts: Facts) -> None:
     vLLM's hybrid KV cache manager sets attention block size = 16 × ceil(state page / (16 × attention bytes per
     token)), per layer (seed "How vLLM Solved It"; e.g. 544 tokens for Qwen3-Next-80B in BF16).
     """
+    logged = facts.fact("log.block_size")
+    if logged is not None:  # what the engine set beats what it should have set
+        facts.set("engine.block_size", logged.value, logged.source, observed=True)
+        return
     if facts.get("model.attention") != "hybrid" or facts.get("launch.engine") not in (None, "vllm"):
         return
     kv_layers = facts.get("model.layers.kv")
@@ -153,10 +238,12 @@ def derive_ep_load(facts: Facts) -> None:
 
 def derive_capacity(facts: Facts) -> None:
     """The seed's "measure it, then infer back": compare the KV tokens the server holds with what should fit."""
-    measured = facts.fact("server.max_total_tokens") or facts.fact("metrics.kv_capacity_tokens")
+    measured = facts.fact("server.max_total_tokens") or facts.fact("metrics.kv_capacity_tokens") or \
+        facts.fact("log.kv_cache_tokens")
     expected = facts.get("fit.kv_tokens_per_group")
     if measured is None or not isinstance(measured.value, (int, float)) or not expected:
         return
     facts.set("capacity.measured_tokens", int(measured.value), measured.source, observed=True)
+    facts.set("capacity.measured_source", measured.source, measured.source)
     facts.set("capacity.expected_tokens", int(expected), "derived: fit.kv_tokens_per_group")
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctor.humanize import readable
+
 #: Ordered from least to most harmful; ``--fail-on`` compares against this order.
 SEVERITIES = ("info", "warning", "critical")
 #: ``high``: rests on a direct observation (metric, NVML, active probe); ``medium``: configuration of a
@@ -108,5 +110,4 @@ def worst_severity(findings: list[Finding]) -> str | None:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return readable(value, limit)

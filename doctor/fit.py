@@ -8,8 +8,10 @@ launch.*, workload.*), so that `plan`, `lint` and `check` share one calculation:
 * KV for GQA/MHA is split across the TP ranks that share a request's attention, but only down to one KV head
   per rank: past that (TP > KV heads) heads are replicated. MLA/DSA keep the whole latent on every rank (the
   seed's "redundant storage"); DP attention gives each rank its own requests instead;
-* what the engine may allocate is the memory fraction of each GPU; the KV pool is that minus the weights.
-  Activation peaks and CUDA graphs are not modelled, so the numbers are upper bounds (a few percent high).
+* what the engine may allocate is the memory fraction of each GPU; the KV pool is that minus the weights and
+  minus what the engine release holds besides them (``engine.non_kv_bytes_per_gpu``: the profile run's
+  activation peak, V1's sampler pass, non-torch allocations — doctor/model/memory.py) when that is known.
+  CUDA graph pools are not modelled, so the numbers stay upper bounds.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def kv_bytes_per_token_per_gpu(facts: Facts, layout: Layout) -> float | None:
     if not isinstance(per_token, (int, float)):
         return None
     attention = facts.get("model.full_attention") or facts.get("model.attention")
-    if attention in ("mla", "dsa"):
+    if facts.get("model.kv_layout") == "per_head":  # an MLA model on a release that cached every head
+        split = max(1, min(layout.attn_tp, int(facts.get("model.attention_heads") or 1)))
+    elif attention in ("mla", "dsa"):
         split = 1  # the latent is not split by head: every rank holds all of it
     else:
         kv_heads = int(facts.get("model.kv_heads") or 1)
@@ -110,6 +114,8 @@ class LayoutFit:
     usable_bytes_per_gpu: float
     weights_per_gpu_bytes: float | None
     kv_bytes_per_token_per_gpu: float | None
+    #: what the engine holds besides weights and KV (activation peak, sampler, non-torch); 0 when not estimated
+    reserved_bytes_per_gpu: float = 0.0
 
     @property
     def weights_fit(self) -> bool | None:
@@ -117,8 +123,8 @@ class LayoutFit:
 
     @property
     def kv_budget_per_gpu_bytes(self) -> float | None:
-        return None if self.weights_per_gpu_bytes is None else max(0.0, self.usable_bytes_per_gpu -
-                                                                   self.weights_per_gpu_bytes)
+        return None if self.weights_per_gpu_bytes is None else max(
+            0.0, self.usable_bytes_per_gpu - self.weights_per_gpu_bytes - self.reserved_bytes_per_gpu)
 
     @property
     def kv_tokens_per_group(self) -> int | None:
@@ -154,10 +160,11 @@ def mem_fraction(facts: Facts) -> float | None:
     return float(given)
 
 
-def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float) -> LayoutFit:
-    """The arithmetic for ``layout`` on GPUs of ``memory`` bytes at ``fraction``, from the model facts."""
+def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float, reserved: float = 0.0) -> LayoutFit:
+    """The arithmetic for ``layout`` on GPUs of ``memory`` bytes at ``fraction``, from the model facts;
+    ``reserved`` is the engine's non-KV memory per GPU (doctor/model/memory.py), 0 when not estimated."""
     return LayoutFit(layout, fraction, memory * fraction, weights_per_gpu(facts, layout),
-                     kv_bytes_per_token_per_gpu(facts, layout))
+                     kv_bytes_per_token_per_gpu(facts, layout), reserved)
 
 
 def derive_fit(facts: Facts) -> None:
@@ -168,7 +175,9 @@ def derive_fit(facts: Facts) -> None:
     if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
         _derive_context(facts)
         return
-    result = fit_layout(facts, layout, memory, fraction)
+    reserved = facts.get("engine.non_kv_bytes_per_gpu")
+    reserved = float(reserved) if isinstance(reserved, (int, float)) and not isinstance(reserved, bool) else 0.0
+    result = fit_layout(facts, layout, memory, fraction, reserved)
     src = "derived: fit (docs/facts.md)"
     facts.set("fit.shards", layout.attn_tp * layout.pp, src)
     facts.set("fit.gpus", layout.gpus, src)
@@ -178,6 +187,7 @@ def derive_fit(facts: Facts) -> None:
         facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
         facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
         facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
+                  "derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
                   "derived: usable − weights per GPU")
         group_tokens = result.kv_tokens_per_group
         if group_tokens is not None:

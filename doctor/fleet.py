@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import DoctorError, InputError
@@ -22,7 +23,7 @@ SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 FLEET_PROBES = ("server", "metrics")
-_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version"}
+_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class TargetSpec:
     config: str | None = None
     command: str | None = None
     engine_version: str | None = None
+    #: the server's log file (a relative path is relative to the targets file)
+    log: str | None = None
 
     @property
     def shown(self) -> str:
@@ -108,6 +111,8 @@ def load_targets(path: str) -> list[TargetSpec]:
         if not isinstance(endpoint, str) or not endpoint.strip():
             raise InputError(f"{where}: endpoint: missing")
         values = {k: (str(v) if v is not None else None) for k, v in item.items()}
+        if values.get("log"):
+            values["log"] = str(Path(path).expanduser().parent / Path(values["log"]).expanduser())
         specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
                                    "name": str(item.get("name") or redact_text(endpoint.strip()))}))
     return specs
@@ -129,7 +134,7 @@ def _one(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook
     from doctor.sources import OfflineInputs
 
     offline = OfflineInputs(command=spec.command, engine_version=spec.engine_version, config=spec.config,
-                            gpu=spec.gpu)
+                            gpu=spec.gpu, log=spec.log)
     try:
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,

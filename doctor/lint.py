@@ -20,7 +20,8 @@ from doctor.sources import Gathered, OfflineInputs
 
 SCHEMA = "llmdoctor.lint/1"
 #: What lint never gathers (there is no server, no GPU to read): trees unknown only for want of these stay quiet.
-UNREACHABLE = ("metrics", "active", "capacity", "server", "process", "gpu.util", "gpu.util_skew", "gpu.memory_used")
+UNREACHABLE = ("metrics", "active", "capacity", "server", "process", "gpu.util", "gpu.util_skew", "gpu.memory_used",
+               "gpu.util_max", "log")
 EXPLAIN_PATH = Path(__file__).with_name("engines") / "explain.yaml"
 
 
@@ -57,7 +58,7 @@ class LintResult:
             "catalog_version": cmd.catalog_version if cmd else None,
             "model": facts.get("launch.model") or facts.get("model.name"),
             "command": cmd.render() if cmd else None,
-            "notes": list(cmd.notes) if cmd else [],
+            "notes": (list(cmd.notes) if cmd else []) + list(self.gathered.notes),
             "flags": [f.to_dict() for f in self.flags],
             **self.diagnosis.to_dict(),
         }

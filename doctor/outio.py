@@ -19,6 +19,9 @@ from doctor.errors import InputError
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    from doctor.redact import redact_shapes
+
+    text = redact_shapes(text)  # every file llmdoctor writes: no URL password or shaped token survives
     shown = Path(path)
     target = shown.resolve() if shown.is_symlink() else shown
     try:

@@ -121,7 +121,9 @@ def _check(file: Path, snap: Any) -> None:
 
 #: The offline inputs a snapshot records (doctor.check.snapshot_inputs) and what each may hold.
 _INPUT_TYPES: dict[str, tuple[type, ...]] = {"command": (str, list), "engine_version": (str,), "gpu": (str,),
-                                             "config_json": (dict,), "config_name": (str,), "workload": (dict,)}
+                                             "gpu_mem": (str,),
+                                             "config_json": (dict,), "config_name": (str,), "workload": (dict,),
+                                             "log": (dict,)}
 _WORKLOAD_TYPES: dict[str, tuple[type, ...]] = {"context": (int,), "users": (int,), "reproducible": (bool,),
                                                 "text_only": (bool,), "temperature": (int, float)}
 
@@ -137,6 +139,13 @@ def _check_inputs(inputs: Any, fail: Any) -> None:
     command = inputs.get("command")
     if isinstance(command, list) and not all(isinstance(word, str) for word in command):
         fail("extra.inputs.command", "expected a list of strings")
+    if inputs.get("log") is not None:
+        from doctor.logs.source import excerpt_text
+
+        try:
+            excerpt_text(inputs["log"])
+        except InputError as exc:
+            fail("extra.inputs.log", str(exc).removeprefix("extra.inputs.log").lstrip(": "))
     for key, kinds in _WORKLOAD_TYPES.items():
         value = (inputs.get("workload") or {}).get(key)
         if value is not None and not _is(value, kinds):

@@ -13,7 +13,6 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
 #: Recorded files a user may pass are read with this cap: the live probes' body cap (doctor.probes.base), since a
 #: saved /metrics or /server_info is one such body (a real /metrics of 64 DP ranks is a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024
-#: generation_config.json beside a config is a few hundred bytes; past this it is not one.
-_GENERATION_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -52,10 +49,17 @@ class OfflineInputs:
     #: a config's content instead of a path (replayed snapshots carry it); ``config`` is then its name
     config_json: dict[str, Any] | None = None
     gpu: str | None = None
+    #: --gpu-mem SIZE: the memory of each GPU, over the catalog's or NVML's (a 48 GB RTX 4090, an unknown GPU)
+    gpu_mem: str | None = None
     nvidia_smi: str | None = None  # path
     metrics: str | None = None  # path of a /metrics scrape
     server_info: str | None = None  # path of a /server_info (or /get_server_info) JSON body
     workload: Workload = field(default_factory=Workload)
+    #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
+    offline: bool = False
+    log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
+    log_excerpt: dict[str, Any] | None = None
 
 
 @dataclass
@@ -70,29 +74,32 @@ class Gathered:
 
 # ------------------------------------------------------------------------------------------ single inputs
 def command_facts(text: str | list[str], engine_version: str | None = None,
-                  engine: str | None = None) -> tuple[LaunchCommand, Facts]:
+                  engine: str | None = None, *, observed: bool = False) -> tuple[LaunchCommand, Facts]:
+    """``observed``: the argv of a running process or what a server reports — ``${PORT}`` there is what the engine
+    really received, not a placeholder (doctor/engines/placeholders.py reads pasted commands only)."""
     from doctor.engines.command import parse_command
     from doctor.engines.launch_facts import launch_facts
 
-    command = parse_command(text, engine_version=engine_version, engine=engine)
+    command = parse_command(text, engine_version=engine_version, engine=engine, placeholders=not observed)
     return command, launch_facts(command)
 
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
-                    raw: dict[str, Any] | None = None) -> tuple[Any, Facts]:
-    """Load a config (path, directory, HF-cache repo id, example:NAME — or ``raw`` content named ``spec``) and
-    describe the model as facts. The KV facts follow the launch: the engine's layout and the forced KV dtype,
-    or — for DSA models, whose precision the engine picks — what that engine picks on this GPU.
+                    raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
+                    launch_quantization: str | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
+    """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
+    ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
+    The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
+    precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
+    release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py).
     """
-    from doctor.model.config import LoadedConfig, load_config
+    from doctor.model.resolve import model_card
 
-    loaded = LoadedConfig(None, spec, raw) if raw is not None else load_config(spec)
-    # Only now the analysis (~40 ms of imports): a live check often finds no config on this machine.
-    from doctor.model.architecture import analyze
+    sized = model_card(spec, raw=raw, offline=offline, served_name=served, launch_quantization=launch_quantization)
+    card = sized.card
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
 
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or spec))
     kv_dtype = "auto"
     if kv_cache_dtype:
         try:
@@ -105,8 +112,17 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
-    if loaded.path is not None:
-        facts.update(generation_defaults(loaded.path.parent / "generation_config.json"))
+    from doctor.model.memory import release_kv_facts
+
+    resolved = sized.resolved
+    facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
+                                  str(facts.get("model.kv_dtype"))))
+    facts.set("model.resolved_from", resolved.origin, resolved.where)
+    facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
+    if resolved.chat_template is not None:
+        facts.set("model.chat_template", resolved.chat_template, resolved.chat_template_source)
+    if resolved.origin != "given":
+        facts.update(generation_defaults(resolved.generation, resolved.generation_source or "generation_config.json"))
     return card, facts
 
 
@@ -123,9 +139,10 @@ def _dsa_auto_kv(engine: str, sm: int) -> str:
 def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     """`--quantization fp8` on a 16-bit checkpoint: the engine quantizes while loading, so the GPUs hold FP8."""
     out = Facts()
-    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8":
+    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8" \
+            or facts.get("model.same_checkpoint") is False:  # then the served checkpoint was sized already
         return out
-    from doctor.plan.weights import plan_weights
+    from doctor.model.weights import plan_weights
 
     weights = plan_weights(card, "fp8", model_path=None)
     out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
@@ -133,26 +150,18 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     return out
 
 
-def generation_defaults(path: Path) -> Facts:
+def generation_defaults(data: dict[str, Any] | None, source: str) -> Facts:
     """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
-    import json
-
-    from doctor.inio import read_text_capped
-
     out = Facts()
-    try:
-        data = json.loads(read_text_capped(path, limit=_GENERATION_CONFIG_BYTES, label=str(path))) \
-            if path.is_file() else None
-    except (InputError, ValueError, RecursionError):
-        data = None
+    name = source.rsplit("/", 1)[-1].rsplit(": ", 1)[-1]
     if not isinstance(data, dict):
-        out.error("model.default_temperature", f"no readable {path.name} next to config.json")
+        out.error("model.default_temperature", f"no readable {name} beside config.json")
         return out
     temperature = data.get("temperature") if data.get("do_sample", True) is not False else 0
     if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
-        out.set("model.default_temperature", float(temperature), f"{path.name}:temperature")
+        out.set("model.default_temperature", float(temperature), f"{source}:temperature")
     else:
-        out.set("model.default_temperature", None, f"{path.name}: no temperature")
+        out.set("model.default_temperature", None, f"{source}: no temperature")
     return out
 
 
@@ -172,8 +181,15 @@ def family_facts(facts: Facts) -> Facts:
     if engine is None:
         out.set("model.family", found.id, "doctor/engines/families.yaml")
         out.error("expect", "the engine is not known, so neither are its parser names")
-        return out
-    return expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    else:
+        out = expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
+    if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
+        from doctor.model.names import NAME_ONLY
+
+        for key in ("model.family", "model.family_variant", "model.family_alternatives"):
+            if key in out:  # no config to confirm it: the name alone decided
+                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
+    return out
 
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
@@ -204,6 +220,10 @@ def spelling_facts(command: LaunchCommand) -> Facts:
     spelling every release accepts.
     """
     out = Facts()
+    if command.engine == "vllm":  # release history: --cuda-graph-sizes 0.9.0–0.12.0, --cudagraph-capture-sizes 0.11.1 on
+        modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
+        out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
+                f"engine catalog vllm {command.catalog.version}")
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
         cat = command.catalog
@@ -215,17 +235,69 @@ def spelling_facts(command: LaunchCommand) -> Facts:
                     f"--attn-dp-size {tp})" if modern is not None and legacy is not None and not legacy.rejected
                     else f"--attn-dp-size {tp}" if modern is not None else f"--enable-dp-attention --dp-size {tp}",
                     "engine catalogs sglang: the spelling every release read accepts (version unknown)")
-            return out
-        modern = cat.resolve("--attn-dp-size") is not None
-        out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
-                f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {cat.version}")
+        else:
+            modern = cat.resolve("--attn-dp-size") is not None
+            out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
+                    f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {cat.version}")
+        # 0.5.14+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode; --cuda-graph-max-bs last in
+        # 0.5.19, per the release history); with the version unknown
+        # the newest spelling, and the fix says from which release it holds (catalog.annotate_since)
+        per_phase = cat.resolve("--cuda-graph-max-bs-decode") is not None
+        out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
+                f"engine catalog sglang {cat.version}")
     return out
 
 
-def gpu_facts_for(spec: str) -> Facts:
+def placeholder_notes(command: LaunchCommand) -> list[str]:
+    """What the output says about placeholders: which values were unknown, which defaults were used."""
+    unknown = [f"{p['flag']} {p['word']}" for p in command.placeholders if p["default"] is None]
+    defaults = [f"{p['flag']} {p['word']} → {p['default']}" for p in command.placeholders if p["default"] is not None]
+    notes = []
+    if unknown:
+        notes.append("placeholders (values unknown, the checks that need them are skipped): " + ", ".join(unknown))
+    if defaults:
+        notes.append("placeholders read as their defaults: " + ", ".join(defaults))
+    return notes
+
+
+def gpu_facts_for(spec: str, gpu_mem: str | None = None) -> Facts:
+    """The gpu.* facts of ``--gpu`` (and ``--gpu-mem``); raises UnknownGpu for a name the catalog lacks without
+    ``--gpu-mem``, which ``gather`` turns into unknown GPU facts."""
     from doctor.hardware.spec import gpu_facts, parse_gpu_spec
 
-    return gpu_facts(parse_gpu_spec(spec), f"--gpu {spec}")
+    memory = _gpu_mem_bytes(gpu_mem)
+    return gpu_facts(parse_gpu_spec(spec, gpu_mem=memory, gpu_mem_text=gpu_mem), f"--gpu {spec}")
+
+
+def _gpu_mem_bytes(gpu_mem: str | None) -> int | None:
+    if gpu_mem is None:
+        return None
+    from doctor.model.units import parse_bytes
+
+    return parse_bytes(gpu_mem, flag="--gpu-mem")
+
+
+def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
+    """--gpu / --gpu-mem into facts. An unknown name does not stop lint/check: its facts stay unknown, with what to
+    pass; an ambiguous one says which variant was assumed; --gpu-mem overrides any other memory source."""
+    if inputs.gpu:
+        from doctor.hardware.spec import UnknownGpu  # lazy: a lint without --gpu never loads the catalog
+
+        try:
+            gpu = gpu_facts_for(inputs.gpu, inputs.gpu_mem)
+        except UnknownGpu as exc:
+            source = f"--gpu {inputs.gpu}"
+            gpu = Facts()
+            gpu.set("gpu.known", False, f"{source}: not in the GPU catalog")
+            gpu.set("gpu.count", exc.count, source)
+            gpu.error("gpu", str(exc))
+            notes.append(f"{exc} — the GPU checks are skipped")
+        facts.update(gpu, overwrite=False)
+        if gpu.get("gpu.assumed"):
+            notes.append(f"--gpu: {gpu.get('gpu.assumed')}")
+    if inputs.gpu_mem:
+        memory = _gpu_mem_bytes(inputs.gpu_mem)
+        facts.set("gpu.memory_bytes", memory, f"--gpu-mem {inputs.gpu_mem}")
 
 
 def nvidia_smi_facts(path: str) -> Facts:
@@ -257,6 +329,24 @@ def server_info_facts(path: str) -> Facts:
     return facts
 
 
+def log_input_facts(inputs: OfflineInputs) -> Facts:
+    """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
+    from doctor.logs.source import read_log_input, replay_excerpt
+
+    reading = replay_excerpt(inputs.log_excerpt) if inputs.log_excerpt is not None else read_log_input(inputs.log)
+    return reading.facts
+
+
+def log_engine_facts(facts: Facts) -> None:
+    """The engine and release a log names, when no launch command could be read: fixes then speak its flags."""
+    for key, source in (("launch.engine", "log.engine"), ("launch.version", "log.version")):
+        fact = facts.fact(source)
+        if fact is not None and fact.value and key not in facts:
+            facts.set(key, fact.value, fact.source)
+    facts.error("launch", facts.unknown_reason("log.launch_command") or
+                "no launch command (pass --command; the log did not print the engine's arguments)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -283,16 +373,20 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
+    if inputs.log or inputs.log_excerpt:
+        facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
-    if text is None:  # no --command: the one the server reports, or the listening process's argv
-        for key in ("server.launch_command", "process.argv"):
+    if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
+        for key in ("server.launch_command", "process.argv", "log.launch_command"):
             if facts.get(key):
                 text, origin = facts.get(key), key
-                version = version or facts.get("server.version") or facts.get("launch.version")
+                version = version or facts.get("server.version") or facts.get("launch.version") or \
+                    facts.get("log.version")
                 break
     if text is not None:
         try:
-            command, launch = command_facts(text, version, engine=facts.get("server.engine"))
+            command, launch = command_facts(text, version, engine=facts.get("server.engine"),
+                                            observed=origin != "--command")
         except InputError as exc:
             if origin == "--command":
                 raise
@@ -303,29 +397,45 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(launch, overwrite="server.engine" not in facts)
             facts.update(parser_since_facts(command), overwrite=False)
             facts.update(spelling_facts(command), overwrite=False)
+            gathered.notes.extend(placeholder_notes(command))
     elif inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
+    if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
+        log_engine_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 
     if inputs.nvidia_smi:
         facts.update(nvidia_smi_facts(inputs.nvidia_smi), overwrite=False)
-    if inputs.gpu:
-        facts.update(gpu_facts_for(inputs.gpu), overwrite=False)
+    _gpu_inputs(inputs, facts, gathered.notes)
 
     config_spec = inputs.config or _config_from_launch(facts)
     if config_spec:
         try:
-            gathered.card, model = model_facts_for(config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"),
-                                                   engine=facts.get("launch.engine"), gpu_sm=facts.get("gpu.sm"),
-                                                   raw=inputs.config_json)
+            gathered.card, model = model_facts_for(
+                config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"), engine=facts.get("launch.engine"),
+                gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
+                served=facts.get("launch.model") or facts.get("server.model_path"),
+                launch_quantization=facts.get("launch.quantization"),
+                engine_version=_orderable_version(facts.get("launch.version")))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
-            _same_checkpoint(facts, config_spec, from_launch=not inputs.config)
+            from doctor.model.memory import non_kv_facts
+
+            facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
         except InputError as exc:
-            if inputs.config:  # the user named it: that is an input error
+            from doctor.model.names import name_facts
+            from doctor.model.resolve import ModelNotResolved
+
+            # A config the user named that is wrong is bad input; a repo found nowhere (gated, not on the Hub,
+            # Hub unreachable, offline) is not: the run carries on with the model unknown, and says why.
+            if inputs.config and not isinstance(exc, ModelNotResolved):
                 raise
-            facts.error("model", f"model config not found locally ({exc})")
+            facts.error("model", f"model config not found ({exc})")
+
+            facts.update(name_facts(config_spec), overwrite=False)
+    elif facts.unknown_reason("launch.model"):
+        facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
     facts.update(family_facts(facts), overwrite=False)
@@ -336,24 +446,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     return gathered
 
 
-def _same_checkpoint(facts: Facts, config_spec: str, *, from_launch: bool) -> None:
-    """Is the config the served checkpoint's? A base model's config next to an NVFP4 repo says nothing about
-    the served weights' quantization, so checkpoint-level comparisons must know."""
-    served = facts.get("launch.model") or facts.get("server.model_path")
-    if from_launch or not served:
-        facts.set("model.same_checkpoint", True, "the config was found for the served model" if from_launch
-                  else "no served model named: the config is taken as the checkpoint's")
-        return
-
-    def base(name: str) -> str:
-        return name.replace("__", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".json").lower()
-
-    same = base(str(served)) == base(str(facts.get("model.name") or config_spec))
-    facts.set("model.same_checkpoint", same, f"derived: --config {config_spec} vs served model {served}")
-
-
 def _config_from_launch(facts: Facts) -> str | None:
-    """The model the server loads, if its config can be found on this machine (a path or the HF cache)."""
+    """The model the server loads: a path, a repo id in the HF cache or on the Hub (doctor/model/resolve.py)."""
     return facts.get("launch.model") or facts.get("server.model_path")
 
 

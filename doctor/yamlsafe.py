@@ -14,6 +14,9 @@ from typing import Any
 from doctor.errors import InputError
 
 MAX_YAML_BYTES = 4 * 1024 * 1024
+# libyaml's composer recurses in C once per nesting level: 100,000 nested '[' overflow the C stack (a segfault,
+# not a RecursionError). No real targets file, manifest or playbook nests past a few dozen levels.
+MAX_YAML_DEPTH = 500
 
 
 def load_packaged(path: Path) -> Any:
@@ -65,6 +68,8 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     elif len(text) > max_bytes:
         raise InputError(f"{source}: larger than {max_bytes} bytes; refusing to parse")
     text = text.replace("\r\n", "\n")
+    if _flow_depth(text) > MAX_YAML_DEPTH:
+        raise InputError(f"{source}: YAML nested too deeply (over {MAX_YAML_DEPTH} levels of [ or {{)")
     # One pass with libyaml when present (pure-Python PyYAML is ~10x slower on our playbooks): compose the node
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
@@ -91,6 +96,20 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     finally:
         loader.dispose()
     return documents
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest running count of open ``[``/``{`` — an upper bound on flow-style nesting, cheap enough to run
+    before the parser (brackets inside quoted strings count too, which only ever over-estimates)."""
+    if text.count("[") + text.count("{") <= MAX_YAML_DEPTH:
+        return 0
+    import re
+
+    depth = deepest = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _reject_aliases(root: Any, source: str) -> None:

@@ -1,7 +1,10 @@
 """Shared test plumbing: where the real fixtures live, and how to run the real CLI.
 
 Real data is read in place from ../shared/fixtures (never copied into the project); when that folder is
-absent (a user's own clone) the tests that need it skip with the reason.
+absent (a user's own clone) the tests that need it skip with the reason — except under CI (``CI=true``), where
+a missing input is a failure: CI must not pass by skipping. The same holds for the engines' wheels, which
+some tests read in place (never installed) from ``LLMDOCTOR_WHEEL_DIR`` (default ``../wheelcache`` beside the
+checkout); ``.ci/run`` downloads the few they need into a cache outside the checkout.
 """
 
 from __future__ import annotations
@@ -13,22 +16,51 @@ from pathlib import Path
 
 import pytest
 
+#: Tests never reach the real Hugging Face Hub: a model id not found locally stays unknown (as with --offline).
+#: The resolution tests clear this and point HF_ENDPOINT at a local stand-in (tests/support/hubserver.py).
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+#: ../shared beside the checkout; LLMDOCTOR_SHARED_DIR points elsewhere (tests/test_ci_skips.py uses it).
+SHARED = Path(os.environ.get("LLMDOCTOR_SHARED_DIR") or ROOT.parent / "shared")
 SHARED_FIXTURES = SHARED / "fixtures"
 SEED = SHARED / "seed" / "serving-playbook.txt"
 
-requires_shared = pytest.mark.skipif(
-    not SHARED_FIXTURES.is_dir(),
-    reason=f"real fixtures not found at {SHARED_FIXTURES} (they live beside the project checkout, not in it)",
-)
+#: Under CI a test must run, not skip for want of an input (CI=true is set by GitHub Actions, GitLab and others).
+IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+#: The engines' wheels some tests read in place (tools/README.md; `.ci/run` fills it).
+WHEEL_DIR = Path(os.environ.get("LLMDOCTOR_WHEEL_DIR") or ROOT.parent / "wheelcache")
+
+
+def unavailable(reason: str) -> None:
+    """An input this test needs is missing: skip with the reason, or fail under CI."""
+    if IN_CI:
+        pytest.fail(f"CI=true and {reason}: CI must run this test, not skip it", pytrace=False)
+    pytest.skip(reason)
+
+
+_NO_SHARED = f"real fixtures not found at {SHARED_FIXTURES} (they live beside the project checkout, not in it)"
+requires_shared = pytest.mark.skipif(not SHARED_FIXTURES.is_dir() and not IN_CI, reason=_NO_SHARED)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under CI, a test marked requires_shared fails when ../shared/fixtures is missing (instead of skipping)."""
+    if IN_CI and not SHARED_FIXTURES.is_dir() and any(
+            m.name == "skipif" and m.kwargs.get("reason") == _NO_SHARED for m in item.iter_markers()):
+        unavailable(_NO_SHARED)
+
+
+def find_wheel_file(engine: str, version: str) -> Path | None:
+    """``engine-version-*.whl`` in WHEEL_DIR (exactly that version, not a .postN), or None."""
+    found = sorted(WHEEL_DIR.glob(f"{engine}-{version}-*.whl")) if WHEEL_DIR.is_dir() else []
+    return found[0] if found else None
 
 
 def shared_config(name: str) -> Path:
     """Path of a real config.json under ../shared/fixtures/configs (skip when absent)."""
     path = SHARED_FIXTURES / "configs" / name
     if not path.is_file():
-        pytest.skip(f"real fixture {path} not available")
+        unavailable(f"real fixture {path} not available")
     return path
 
 

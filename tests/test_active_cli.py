@@ -112,7 +112,7 @@ def test_json_records_each_probe_request_latency_and_observation_never_the_key()
     assert doc["facts"]["active.latency.ttft_s"]["observed"] is True
     # the text report prints each observation and the whole budget (2 + 1 + 4 greedy + 3 concurrent requests)
     assert "markup left in content: <tool_call>, <function=" in text.stdout
-    assert f"active probes: 10 requests, at most {17 + 256 + 4 * 32 + 3 * 64} generated tokens" in text.stdout
+    assert f"active   10 requests, at most {17 + 256 + 4 * 32 + 3 * 64} generated tokens" in text.stdout
 
 
 def test_nothing_is_sent_without_active() -> None:

@@ -8,21 +8,20 @@ import zipfile
 from functools import cache
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, WHEEL_DIR, find_wheel_file, unavailable
 from support.openai_server import Behaviour, OpenAIServer
 
 from doctor.facts import Facts
 from doctor.probes.active import ActiveContext, run_active, spec
 from doctor.probes.base import ProbeOptions, Target
 
-WHEELS = ROOT.parent / "wheelcache"  # the engines' wheels, shared beside the checkout (never installed)
-VERSIONS = {"vllm": "vllm-0.33.0-", "sglang": "sglang-0.5.23-"}
+VERSIONS = {"vllm": "0.33.0", "sglang": "0.5.23"}  # the engines' wheels, read in place (never installed)
 
 
 @cache
 def _wheel(engine: str) -> zipfile.ZipFile | None:
-    found = sorted(WHEELS.glob(f"{VERSIONS[engine]}*.whl")) if WHEELS.is_dir() else []
-    return zipfile.ZipFile(found[0]) if found else None
+    found = find_wheel_file(engine, VERSIONS[engine])
+    return zipfile.ZipFile(found) if found else None
 
 
 def _lines(spec_text: str) -> list[int]:
@@ -49,7 +48,7 @@ def _citations() -> list[tuple[str, str, str, list[int]]]:
 def test_marker_is_in_the_cited_source_line(text: str, engine: str, path: str, lines: list[int]) -> None:
     wheel = _wheel(engine)
     if wheel is None:
-        pytest.skip(f"{VERSIONS[engine]}*.whl not in {WHEELS}")
+        unavailable(f"{engine}-{VERSIONS[engine]}-*.whl not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; .ci/run fills it)")
     source = wheel.read(path).decode("utf-8").splitlines()
     near = "\n".join(source[max(0, lines[0] - 2): lines[-1] + 1])
     assert text in near, f"{text!r} not at {path}:{lines[0]}-{lines[-1]}"
@@ -58,7 +57,7 @@ def test_marker_is_in_the_cited_source_line(text: str, engine: str, path: str, l
 def test_refusal_text_is_vllms() -> None:
     wheel = _wheel("vllm")
     if wheel is None:
-        pytest.skip("vllm 0.33.0 wheel not available")
+        unavailable(f"vllm-0.33.0-*.whl not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; .ci/run fills it)")
     source = wheel.read("vllm/renderers/online_renderer.py").decode("utf-8").splitlines()
     # the message is two adjacent string literals (online_renderer.py:278-279): join them as Python does
     pieces = re.findall(r"'([^']*)'|\"([^\"]*)\"", "\n".join(source[277:279]))

@@ -4,20 +4,19 @@ The interpreter tests run on small *scenario* modules written here (not engine c
 reproduces a construct the real engines use (dataclass fields → argparse kwargs, ``if`` on an
 unknowable condition, ``Literal`` choices, BooleanOptionalAction, registries, metric definitions),
 packed into a throw-away wheel. The regeneration tests run the real generator on real (small) SGLang
-wheels — from LLMDOCTOR_WHEEL_DIR, else fetched with pip — and skip with the reason when neither works.
+wheels from LLMDOCTOR_WHEEL_DIR (.ci/run downloads them), and skip with the reason when absent (fail under CI).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import WHEEL_DIR, find_wheel_file, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -26,7 +25,7 @@ from doctor.engines.history import view  # noqa: E402
 from tools.catalog_gen import history, scan  # noqa: E402
 from tools.catalog_gen.argspec import ParserSink, flag_entry  # noqa: E402
 from tools.catalog_gen.interp import ClassObj, Interp, ModuleObj, Unknown  # noqa: E402
-from tools.catalog_gen.wheel import WheelSource, download_wheel, find_wheel  # noqa: E402
+from tools.catalog_gen.wheel import WheelSource  # noqa: E402
 from tools.gen_catalog import dump, generate  # noqa: E402
 
 # A scenario package, not engine code: the shapes the engines use, in miniature.
@@ -161,37 +160,32 @@ def test_registry_and_metric_scans(scenario: WheelSource) -> None:
     assert metrics["eng:preemptions"]["exposed"] == ["eng:preemptions_total"]
 
 
-def _real_wheel(tmp_path_factory: pytest.TempPathFactory, engine: str, version: str) -> Path:
-    """A real wheel: from LLMDOCTOR_WHEEL_DIR when it has it, else fetched with pip (small SGLang wheels only)."""
-    configured = os.environ.get("LLMDOCTOR_WHEEL_DIR")
-    if configured:
-        found = find_wheel(Path(configured), engine, version)
-        if found is not None:
-            return found
-    target = tmp_path_factory.mktemp("wheels")
-    try:
-        return download_wheel(target, engine, version)
-    except (subprocess.CalledProcessError, SystemExit, OSError) as exc:
-        pytest.skip(f"{engine} {version} wheel: not in LLMDOCTOR_WHEEL_DIR and pip could not fetch it ({exc})")
+def _real_wheel(engine: str, version: str) -> Path:
+    """A real wheel from LLMDOCTOR_WHEEL_DIR (.ci/run downloads SGLang 0.4.0 and 0.4.3 there, 0.5 and 0.8 MB)."""
+    wheel = find_wheel_file(engine, version)
+    if wheel is None:
+        unavailable(f"{engine} {version} wheel not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; tools/README.md; "
+                    ".ci/run fills it)")
+    return wheel
 
 
-def test_regenerating_the_first_release_gives_the_committed_history_byte_for_byte(tmp_path_factory) -> None:
+def test_regenerating_the_first_release_gives_the_committed_history_byte_for_byte() -> None:
     """Determinism and faithfulness: SGLang 0.4.0 (0.5 MB wheel), the first release in the history table, read
     again by the generator, is exactly the table's view of 0.4.0 — every flag, parser, metric, default, file:line."""
     table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "sglang.json").read_text())
     release = table["releases"][0]
     assert release["version"] == "0.4.0"
-    wheel = _real_wheel(tmp_path_factory, "sglang", "0.4.0")
+    wheel = _real_wheel("sglang", "0.4.0")
     fresh = generate("sglang", "0.4.0", wheel, date=release["generated"])
     assert fresh["header"]["sha256"] == release["sha256"]
     assert dump(fresh) == dump(view(table, "0.4.0"))
 
 
-def test_a_later_release_reads_the_same_as_its_view(tmp_path_factory) -> None:
+def test_a_later_release_reads_the_same_as_its_view() -> None:
     """A release in the middle of the table (SGLang 0.4.3, 0.8 MB): same flags, choices, defaults, parsers and
     metrics as a fresh read; items that took their form in 0.4.3 carry its own file:line."""
     table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "sglang.json").read_text())
-    wheel = _real_wheel(tmp_path_factory, "sglang", "0.4.3")
+    wheel = _real_wheel("sglang", "0.4.3")
     fresh = generate("sglang", "0.4.3", wheel)
     seen = view(table, "0.4.3")
 

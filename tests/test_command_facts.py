@@ -98,7 +98,7 @@ def test_env_driven_facts() -> None:
     f = facts_of("VLLM_BATCH_INVARIANT=1 LMCACHE_CHUNK_SIZE=256 VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m",
                  "0.10.0")
     assert f.get("launch.deterministic") is True
-    assert f.fact("launch.deterministic").source == "derived: env VLLM_BATCH_INVARIANT = '1'"
+    assert f.fact("launch.deterministic").source == "derived: env VLLM_BATCH_INVARIANT = 1"  # as the shell writes it
     assert f.get("launch.lmcache_chunk_size") == 256 and f.get("launch.env.LMCACHE_CHUNK_SIZE") == "256"
     assert f.get("launch.attention_backend") == "FLASHINFER"
     assert f.fact("launch.attention_backend").source == "env VLLM_ATTENTION_BACKEND"

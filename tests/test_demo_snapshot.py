@@ -24,3 +24,19 @@ def test_demo_snapshot_is_labelled_a_scenario() -> None:
 def test_unknown_bundled_snapshot() -> None:
     result = run_cli("check", "--snapshot", "example:nope")
     assert result.returncode == 2 and "vllm-kv-full" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_generator_is_deterministic_and_the_committed_file_is_current(tmp_path) -> None:
+    """Run twice (two servers on two ephemeral ports, two clocks): the same bytes, and the committed file's."""
+    import subprocess
+    import sys
+
+    outputs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outputs:
+        run = subprocess.run([sys.executable, str(ROOT / "tools" / "make_demo_snapshot.py"), "--output", str(out)],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+    first, second = (p.read_bytes() for p in outputs)
+    assert first == second
+    committed = ROOT / "doctor" / "examples" / "snapshots" / "vllm-kv-full.json"
+    assert first == committed.read_bytes(), "stale: run python tools/make_demo_snapshot.py"

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from doctor.cli.plan_cmd import LATENCY, WEIGHT_DTYPES
+from doctor.model.weights import WEIGHT_DTYPES as PLANNER_DTYPES
 from doctor.plan.rules import latency_modes
-from doctor.plan.weights import WEIGHT_DTYPES as PLANNER_DTYPES
 from tests.conftest import SHARED_FIXTURES, requires_shared, run_cli
 
 CONFIGS = SHARED_FIXTURES / "configs"
@@ -46,7 +46,9 @@ def test_text_and_markdown() -> None:
     out = text.stdout
     assert "verdict  RUNS" in out and "vllm serve deepseek-ai/DeepSeek-V3" in out
     assert "Little's law: 5 requests/s × 20 s per request (assumed: no --request-seconds)" in out
-    assert "Left to the engine" in out and "--attention-backend" in out
+    assert "Left to the engine" not in out and "(-v: why each flag)" in out  # one readable page by default
+    verbose = run_cli("plan", config, "--gpu", "8xH200", "--rps", "5", "--engine", "vllm", "-v")
+    assert "Left to the engine" in verbose.stdout and "--attention-backend" in verbose.stdout
     markdown = run_cli("plan", config, "--gpu", "8xH200", "--users", "100", "--format", "markdown")
     assert markdown.returncode == 0, markdown.stderr
     assert markdown.stdout.startswith("## llmdoctor plan") and "```sh" in markdown.stdout

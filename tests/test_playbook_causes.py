@@ -16,7 +16,7 @@ from doctor.playbook.engine import diagnose
 from doctor.playbook.loader import load_playbooks
 
 CASES = yaml.safe_load((ROOT / "fixtures" / "cause_cases.yaml").read_text())["cases"]
-OBSERVED = ("metrics.", "active.", "gpu.util", "capacity.ratio")
+OBSERVED = ("metrics.", "active.", "gpu.util", "capacity.ratio", "log.")
 
 
 def _facts(values: dict[str, Any]) -> Facts:

@@ -119,7 +119,7 @@ def test_finding_carries_evidence_chain_and_templated_fix(tmp_path: Path) -> Non
     assert finding.title == "MoE model on TP 8 without expert parallelism"
     assert finding.fix == "add --ep-size 8"
     chain = [(e.fact, e.test) for e in finding.evidence]
-    assert chain == [("model.moe", "is true"), ("launch.tp", "> 1"), ("launch.expert_parallel", "not is true")]
+    assert chain == [("model.moe", "is true"), ("launch.tp", "> 1"), ("launch.expert_parallel", "is not true")]
     assert finding.confidence == "medium"  # configuration only
     # metrics unknown: the exhaustion branch is reported as unchecked, with the hint to get metrics
     [unchecked] = diagnosis.unchecked
@@ -141,7 +141,7 @@ def test_observed_evidence_ranks_high_and_unknown_reason_is_reported(tmp_path: P
     diagnosis = diagnose(pbset, facts)
     [finding] = diagnosis.findings
     assert (finding.id, finding.confidence, finding.severity) == ("kv-cache-exhausted", "high", "critical")
-    assert finding.what == "usage 100%"
+    assert finding.what == "usage 99.9%"  # not rounded up to "full"
     [unchecked] = diagnosis.unchecked
     assert unchecked.reason == "no launch command given"
 

@@ -11,7 +11,8 @@ import re
 import shlex
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, SHARED_FIXTURES, requires_shared, run_cli
+from support.httpserver import PROM, LocalServer, Response
 
 README = (ROOT / "README.md").read_text()
 VOLATILE = re.compile(r"\d+ ms|127\.0\.0\.1:\d+")
@@ -46,3 +47,25 @@ def test_readme_example(command: str, shown: list[str], tmp_path) -> None:
         if "…" in line or VOLATILE.search(line) or not line.strip():
             continue
         assert line.rstrip() in printed, f"README shows a line the tool does not print: {line!r}"
+
+
+@requires_shared
+def test_adding_a_playbook_runs_as_printed(tmp_path) -> None:
+    """The "Adding a playbook" files, written where their first line says, and its commands, run as printed —
+    against a local server replaying the real vllm_2 scrape (its p99 time to first token is 38 s)."""
+    section = README[README.index("### Adding a playbook"):]
+    section = section[:section.index("\n## ")]
+    for block in re.findall(r"```yaml\n(.*?)```", section, re.S):
+        name = block.splitlines()[0].lstrip("# ").strip()
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(block)
+    commands = [line.split("#")[0].split() for line in re.search(r"```sh\n(.*?)```", section, re.S)[1].splitlines()]
+    assert [c[:3] for c in commands] == [["llmdoctor", "playbook", "validate"], ["llmdoctor", "check", "--endpoint"]]
+    scrape = Response(file=SHARED_FIXTURES / "metrics" / "vllm_2.prom", content_type=PROM)
+    with LocalServer({"/metrics": scrape}) as srv:
+        runs = [run_cli(*[srv.endpoint if a == "localhost:8000" else str(tmp_path / a) if a.startswith("my-")
+                          else a for a in command[1:]]) for command in commands]
+    validate, check = runs
+    assert validate.returncode == 0, validate.stderr
+    assert check.returncode == 1, check.stderr
+    assert "ttft-slo-breach" in check.stdout and "38.4 s" in check.stdout

@@ -276,7 +276,8 @@ def test_targets_add_live_facts(fleet: tuple[str, int], tmp_path: Path) -> None:
         rc, doc, stderr = _report(url, end, "--targets", str(targets), timeout=90)
     assert rc == 1, stderr
     by_instance = {i["instance"]: i for i in doc["instances"]}
-    assert by_instance[live.endpoint]["findings"] == ["kv-cache-exhausted"]
+    # ...and the capture's cache_config_info says why: num_gpu_blocks_override="1024" (issue 15)
+    assert by_instance[live.endpoint]["findings"] == ["kv-cache-exhausted", "kv-size-set-by-hand"]
     facts = by_instance[live.endpoint]["facts"]["facts"]
     assert facts["metrics.kv_usage"]["source"] == "/metrics vllm:kv_cache_usage_perc"
     assert any(p.startswith("live check of gone failed (") for p in doc["problems"])

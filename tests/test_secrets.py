@@ -42,6 +42,8 @@ SECRETS = {
     "command URL password": "model-url-pw-z1x2c3v4",
     "targets URL password": "targets-url-pass-f4g5h6",
     "targets command --api-key": "targets-cmd-secret-a1s2d3",
+    "model path URL password": "model-path-pw-k9j8h7g6",
+    "--config URL password": "config-url-pw-m5n6b7v8",
 }
 S = SECRETS
 KEY_VAR = "LLMDOCTOR_TEST_TARGET_KEY"
@@ -175,13 +177,13 @@ def test_errors_do_not_echo_secrets(tmp_path: Path) -> None:
         "no port": (("check", "--endpoint", f"http://ops:{S['endpoint URL password']}@example.invalid/x?y=1"), {}),
         "the key for its name": (("check", "--endpoint", dead, "--api-key-env", S["command --api-key"]), {}),
         "a shaped key in a bad value": (("lint", COMMAND, "--users", S["command --hf-token"]), {}),
-        "unknown gpu": (("lint", COMMAND, "--gpu", "H9000"), {}),
+        "unknown gpu": (("lint", COMMAND, "--gpu", "H9000"), {}),  # lint carries on (issue 14): output still clean
         "snapshot unreachable": (("snapshot", "--endpoint", dead, "-o", str(tmp_path / "s.json"),
                                   "--timeout", "0.5"), {}),
     }
     runs = _parallel(jobs)
     assert {label: run.returncode for label, run in runs.items()} == {
-        "unreachable": 3, "no port": 2, "the key for its name": 2, "a shaped key in a bad value": 2, "unknown gpu": 2,
+        "unreachable": 3, "no port": 2, "the key for its name": 2, "a shaped key in a bad value": 2, "unknown gpu": 1,
         "snapshot unreachable": 3}
     _assert_clean(runs)
 
@@ -205,3 +207,29 @@ def test_the_api_key_goes_to_the_target_only() -> None:
     leaked = [r for r in other.requests if "authorization" in r.headers]
     assert other.requests == [] and leaked == []
     _assert_clean({"redirect": result})
+
+
+def test_urls_with_credentials_are_masked_in_every_line_of_every_format() -> None:
+    """A URL's password — in the model path, --config or the endpoint — masked in the text header, the "could not
+    check" line and its reasons, -v, JSON, Markdown and every one-line error (they printed it before)."""
+    model = f"https://hub:{S['model path URL password']}@models.example/org/m"
+    config = f"https://cfg:{S['--config URL password']}@hf.example/org/m"
+    command = f"vllm serve {model} --tensor-parallel-size 2"
+    dead = f"http://ops:{S['endpoint URL password']}@127.0.0.1:{_free_port()}"
+    jobs: dict[str, tuple[tuple[str, ...], dict]] = {}
+    for fmt in (*FORMATS, ("--format", "text")):
+        shown = " ".join(fmt)
+        jobs[f"check model path {shown}"] = (("check", "--command", command, "--gpu", "H200:8", *fmt), {})
+        jobs[f"lint model path {shown}"] = (("lint", command, *fmt), {})
+        jobs[f"check --config {shown}"] = (("check", "--command", command, "--config", config, *fmt), {})
+        jobs[f"check --endpoint {shown}"] = (("check", "--endpoint", dead, "--timeout", "0.5", *fmt), {})
+    jobs["lint --config"] = (("lint", "--config", config, command), {})
+    jobs["plan --config"] = (("plan", config, "--gpu", "H200:8"), {})
+    jobs["inspect --config"] = (("inspect", config), {})
+    runs = _parallel(jobs)
+    _assert_clean(runs)
+    header = " ".join(runs["check model path --format text"].stdout.split("verdict")[0].split())
+    assert "https://hub:***@models.example/org/m" in header  # masked, not dropped: the reader still sees which
+    assert runs["check --config --format text"].returncode == 2 and "https://cfg:***@hf.example" in \
+        runs["check --config --format text"].stderr
+    assert runs["check --endpoint --format text"].returncode == 3

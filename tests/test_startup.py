@@ -27,9 +27,10 @@ from doctor.cli.main import COMMANDS, cli
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 #: Each costs 50-500 ms to import and none is needed on these paths (jsonschema: only `playbook validate` and
-#: user playbook directories; prometheus_client: replaced by doctor.probes.exposition).
+#: user playbook directories; prometheus_client: replaced by doctor.probes.exposition; huggingface_hub and its
+#: HTTP client: only when a model must be resolved from the Hub — these runs are offline, see conftest.py).
 HEAVY = {"pandas", "numpy", "matplotlib", "prometheus_api_client", "requests", "jsonschema", "prometheus_client",
-         "urllib3", "scipy"}
+         "urllib3", "scipy", "huggingface_hub", "httpx", "httpx2"}
 #: Only the live probes need these (the process and GPU probes).
 LIVE_ONLY = {"psutil", "pynvml"}
 LINT = "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --enable-prefix-caching"

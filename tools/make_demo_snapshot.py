@@ -6,13 +6,20 @@ exposition using the metric names of the vLLM 0.33.0 catalog) on 127.0.0.1, runs
 metrics probes against it, and records the result with offline inputs (a launch command and the bundled
 `seed-mla-moe` scenario config) exactly as `llmdoctor snapshot` would. It lets a newcomer run
 `llmdoctor check --snapshot example:vllm-kv-full` with no server, no GPU and no network.
+
+Deterministic: the server's ephemeral port, the recording time and the measured timings are pinned to the
+scenario's own values (:func:`pin`), so running it twice writes the same bytes and a diff of the committed file
+shows only real changes (tests/test_demo_snapshot.py runs it twice). ``--output PATH`` writes elsewhere.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -24,6 +31,12 @@ NOTE = ("Scenario, not a real capture: recorded by tools/make_demo_snapshot.py f
 COMMAND = ("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --max-model-len 32768 "
            "--enable-auto-tool-choice --tool-call-parser deepseek_v3")
 LABELS = 'engine="0",model_name="deepseek-ai/DeepSeek-V3"'
+#: The scenario's address, recording time and timings (ms), in place of whatever this run measured.
+PORT = 36355
+CREATED = "2026-11-30T01:47:53+00:00"
+TIMINGS_MS = {"server": 46.756, "metrics": 79.833, "/v1/models": 13.564, "/version": 24.4,
+              "/server_info?config_format=json": 8.243, "/metrics": 79.5}
+DEFAULT_MS = 10.0
 
 
 def _histogram(name: str, buckets: list[tuple[str, int]], total: float) -> str:
@@ -56,7 +69,35 @@ MODELS = {"object": "list", "data": [{"id": "deepseek-ai/DeepSeek-V3", "object":
                                       "max_model_len": 32768, "permission": []}]}
 
 
-def main() -> int:
+def pin(snap: dict[str, Any], port: int) -> dict[str, Any]:
+    """The snapshot with this run's port, time and timings replaced by the scenario's (see the module doc)."""
+    text = re.sub(rf"127\.0\.0\.1:{port}\b", f"127.0.0.1:{PORT}", json.dumps(snap))
+    pinned = json.loads(text)
+    pinned["created"] = CREATED
+    pinned["target"]["port"] = PORT
+
+    def timings(node: Any, name: str) -> None:
+        if isinstance(node, dict):
+            if "elapsed_ms" in node:
+                node["elapsed_ms"] = TIMINGS_MS.get(name, DEFAULT_MS)
+            if "at_s" in node:  # one scrape, taken at once
+                node["at_s"] = 0.0
+            for key, value in node.items():
+                timings(value, key if isinstance(value, dict) else name)
+        elif isinstance(node, list):
+            for item in node:
+                timings(item, name)
+
+    for name, probe in pinned["probes"].items():
+        timings(probe, name)
+    return pinned
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate the bundled demo snapshot (a scenario).")
+    parser.add_argument("--output", type=Path, default=OUT, help=f"where to write it (default: {OUT.relative_to(ROOT)})")
+    out = parser.parse_args(argv).output
+
     from support.httpserver import JSON, PROM, LocalServer, Response
 
     from doctor.check import snapshot_inputs
@@ -72,9 +113,9 @@ def main() -> int:
         target = Target.parse(srv.endpoint)
         results = run_probes(target, ProbeOptions(timeout_s=5.0), names=["server", "metrics"])
     inputs = snapshot_inputs(OfflineInputs(command=COMMAND, config="example:seed-mla-moe", gpu="H200:8"))
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    write_snapshot(OUT, build_snapshot(target, results, {"inputs": inputs, "_scenario": NOTE}))
-    print(f"wrote {OUT.relative_to(ROOT)} ({', '.join(f'{r.name} ok' if r.ok else r.name for r in results)})")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_snapshot(out, pin(build_snapshot(target, results, {"inputs": inputs, "_scenario": NOTE}), target.port))
+    print(f"wrote {out} ({', '.join(f'{r.name} ok' if r.ok else r.name for r in results)})")
     return 0
 
 

@@ -53,7 +53,10 @@ def use_color() -> bool:
 
 
 def emit(text: str) -> None:
-    click.echo(text.rstrip("\n"), color=use_color())
+    """Print a result; the last line of defence masks any URL password or shaped token it still carries."""
+    from doctor.redact import redact_shapes
+
+    click.echo(redact_shapes(text.rstrip("\n")), color=use_color())
 
 
 def emit_document(fmt: str, document: Any, *, text: Callable[[], str], markdown: Callable[[], str] | None = None) -> None:

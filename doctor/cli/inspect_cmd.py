@@ -14,10 +14,9 @@ from typing import Any
 import click
 
 from doctor.cli.common import emit, format_option
+from doctor.cli.options import offline_option
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
-from doctor.model.architecture import analyze
 from doctor.model.card import ModelCard
-from doctor.model.config import load_config
 from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
 from doctor.model.units import format_bytes, format_count, format_tokens, parse_bytes, parse_tokens
 
@@ -31,10 +30,13 @@ Examples:
   llmdoctor inspect example:seed-gqa-27b
   llmdoctor inspect ~/models/Qwen3-8B --context 128k --gpu-mem 80G
   llmdoctor inspect deepseek-ai/DeepSeek-V3 --kv-dtype fp8 --engine sglang --format json
+  HF_TOKEN=hf_... llmdoctor inspect meta-llama/Llama-3.3-70B-Instruct   # a gated repo, from the Hub
+  llmdoctor inspect Qwen/Qwen3-8B --offline   # only this machine: a path or the HF cache
 
 \b
-Exit codes: 0 the card is printed; 2 the config cannot be read or has a bad field, or its architecture is not
-known (the card is still printed, best-effort, with model.known = false).
+Exit codes: 0 the card is printed; 2 the config cannot be read or has a bad field, the model is not found
+(locally, in the HF cache, or on the Hub: gated without HF_TOKEN, no such repo, Hub unreachable, --offline),
+or its architecture is not known (the card is still printed, best-effort, with model.known = false).
 """
 
 
@@ -49,17 +51,26 @@ known (the card is still printed, best-effort, with model.known = false).
               help="Tokens per request for the per-user line (32768, 32k, 1M).")
 @click.option("--gpu-mem", default=None,
               help="One GPU's memory for a quick capacity line (80G = 80e9, 80GiB, 141GB).")
-def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: str, gpu_mem: str | None) -> int:
+@offline_option
+def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: str, gpu_mem: str | None,
+            offline: bool) -> int:
     """Show the architecture card of CONFIG and the config fields behind every answer.
 
-    CONFIG is a config.json, a model directory, a Hugging Face repo id already in the local cache
-    (HF_HUB_CACHE / HF_HOME; never downloaded), or example:NAME for a bundled scenario.
+    CONFIG is a config.json, a model directory, a Hugging Face repo id — from the local cache (HF_HUB_CACHE /
+    HF_HOME), else from the Hub (HF_ENDPOINT, HF_TOKEN; config, tokenizer config and safetensors headers, never
+    weights) unless --offline or HF_HUB_OFFLINE=1 — or example:NAME for a bundled scenario. Weights are exact
+    when the checkpoint's safetensors headers can be read (model.weight_source = safetensors), else estimated.
     """
+    from doctor.model.resolve import model_card
+
     tokens = parse_tokens(context)
     gpu = parse_bytes(gpu_mem) if gpu_mem else None
-    loaded = load_config(config)
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or config))
+    sized = model_card(config, offline=offline)
+    card = sized.card
     report = build_report(card, kv_dtype=kv_dtype, engine=engine, context=tokens, gpu_mem=gpu)
+    report["resolution"] = {"origin": sized.resolved.origin, "where": sized.resolved.where,
+                            "weights_note": sized.resolved.weights_note or None,
+                            "chat_template": sized.resolved.chat_template}
     emit(json.dumps(report, indent=2) if fmt == "json" else render_text(card, report))
     if not card.known:
         what = ", ".join(card.architectures) or card.model_type or "none given"
@@ -147,8 +158,10 @@ def render_text(card: ModelCard, report: dict[str, Any]) -> str:
         row("  experts     dense (no routed experts)")
     weights = format_bytes(card.weight_bytes)
     quant = card.quantization.detail if card.quantization else card.dtype
+    exact = card.weight_source == "safetensors"
     row(f"  params      {format_count(card.params)} total · {format_count(card.active_params)} active · "
-        f"weights ≈ {weights} ({quant})")
+        f"weights {'=' if exact else '≈'} {weights} ({quant}; "
+        + ("safetensors headers)" if exact else "estimate from layer shapes)"))
     row(f"  KV/token    {_kv_line(card, kv)}")
     row(f"  state/seq   {_state_line(kv)}")
     ctx = format_tokens(kv["context"])
@@ -156,8 +169,12 @@ def render_text(card: ModelCard, report: dict[str, Any]) -> str:
     if report["capacity"] is not None:
         row(f"  capacity    {_capacity_line(report['capacity'])}")
     row(f"  multimodal  {' + '.join(card.modalities) if card.multimodal else 'no'}")
+    found = report.get("resolution")
+    if found is not None and found["origin"] != "example":
+        row(f"  found       {found['origin']}: {found['where']}")
     lines.append("")
     lines.append("Evidence")
+    lines.append(f"  - weights: {card.weight_detail}")
     for item in report["evidence"]:
         fields = ", ".join(f"{k}={_short(v)}" for k, v in item["fields"].items())
         lines.append(f"  - {item['claim']}" + (f"  [{fields}]" if fields else ""))

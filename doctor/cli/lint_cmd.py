@@ -7,7 +7,7 @@ import sys
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
-from doctor.cli.options import playbooks_option, symptom_option, workload_options
+from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
 
 EPILOG = """\b
@@ -18,8 +18,8 @@ Examples:
   llmdoctor lint --file launch.sh --format json
 
 \b
-Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unknown GPU,
-unreadable config).
+Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unreadable
+config). An unknown --gpu is not an error: the GPU checks are skipped and the output says what to pass.
 """
 
 
@@ -32,16 +32,21 @@ unreadable config).
                                                    "else unknown: flags spelled as the newest release, findings "
                                                    "that depend on the version say which releases they hold for).")
 @click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
-                                                    "example:NAME (default: the command's model, if found locally).")
+                                                    "example:NAME (default: the command's model: a local path, the HF cache, "
+                                                    "then the Hub).")
 @click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
+@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                "RTX 4090) and sizes a GPU the catalog lacks.")
+@offline_option
 @workload_options
 @symptom_option
 @playbooks_option
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each cause happens and every fact used.")
+@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
-         gpu: str | None, context: int | None, users: int | None, text_only: bool, reproducible: bool,
+         gpu: str | None, gpu_mem: str | None, offline: bool, context: int | None, users: int | None,
+         text_only: bool, reproducible: bool,
          temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
          fail_on: str, verbose: bool) -> int:
     """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
@@ -55,8 +60,8 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
     from doctor.sources import OfflineInputs, Workload
 
     text = _command_text(command, command_file)
-    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu,
-                           workload=Workload(context, users, reproducible, text_only, temperature))
+    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
+                           workload=Workload(context, users, reproducible, text_only, temperature), offline=offline)
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
     from doctor.render.lint import lint_markdown, lint_text
 

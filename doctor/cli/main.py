@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "playbook": "doctor.cli.playbook_cmd:playbook",
     "report": "doctor.cli.report_cmd:report",
     "rules": "doctor.cli.rules_cmd:rules",
+    "gpus": "doctor.cli.gpus_cmd:gpus",
 }
 
 EPILOG = """\b
@@ -57,6 +58,14 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = target.split(":")
         return getattr(importlib.import_module(module_name), attr)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                            list[str]]:
+        # click suggests the nearest name from the commands it has loaded; a lazy group has loaded none.
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            raise click.exceptions.NoSuchCommand(name, possibilities=list(COMMANDS), ctx=ctx)
+        return super().resolve_command(ctx, args)
 
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -101,7 +110,9 @@ def run() -> int:
         click.echo(f"llmdoctor: {redact_text(' '.join(exc.format_message().split()))}{hint}", err=True)
         return 2
     except DoctorError as exc:
-        click.echo(f"llmdoctor: {exc}", err=True)
+        from doctor.redact import redact_text
+
+        click.echo(f"llmdoctor: {redact_text(str(exc))}", err=True)
         return exc.exit_code
     except BrokenPipeError:
         # `llmdoctor ... | head`: the reader left; nothing to report.
@@ -113,7 +124,9 @@ def run() -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
         if os.environ.get("LLMDOCTOR_DEBUG"):
             raise
-        detail = " ".join(str(exc).split())
+        from doctor.redact import redact_text
+
+        detail = redact_text(" ".join(str(exc).split()))
         click.echo(
             f"llmdoctor: internal error: {type(exc).__name__}: {detail} "
             "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",

@@ -48,3 +48,13 @@ def playbooks_option(f: F) -> F:
         "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
         help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes.yaml.",
     )(f)
+
+
+def offline_option(f: F) -> F:
+    """--offline: find the model only on this machine (a path, the Hugging Face cache), never on the Hub."""
+    return click.option(
+        "--offline", is_flag=True,
+        help="Never ask the Hugging Face Hub for a model that is not a local path or in the local HF cache "
+             "(HF_HUB_OFFLINE=1 does the same). Without it a repo id is resolved from HF_ENDPOINT "
+             "(config, tokenizer and safetensors headers only, never weights).",
+    )(f)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
-from doctor.cli.options import _tokens  # the --context parser every command shares
+from doctor.cli.options import _tokens, offline_option  # _tokens: the --context parser every command shares
 from doctor.errors import EXIT_FINDINGS
 
 EPILOG = """\b
@@ -18,10 +18,11 @@ Examples:
 
 \b
 Exit codes: 0 it runs and no finding at or above --fail-on; 1 findings, or it does not run; 2 bad input
-(unreadable config, unknown GPU, a context beyond the model, --users with --rps).
+(unreadable config, an unknown GPU without --gpu-mem, a context beyond the model, --users with --rps).
+`llmdoctor gpus` lists the GPUs llmdoctor knows; an ambiguous name (A100, RTX 6000) says which it assumed.
 """
 
-# Kept in step with doctor/plan/rules.yaml and doctor/plan/weights.py by tests (no YAML read at start-up).
+# Kept in step with doctor/plan/rules.yaml and doctor/model/weights.py by tests (no YAML read at start-up).
 LATENCY = ("strict", "balanced", "relaxed")
 WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 
@@ -29,6 +30,8 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 @click.command("plan", epilog=EPILOG)
 @click.argument("config", metavar="CONFIG")
 @click.option("--gpu", required=True, metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300'.")
+@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                "RTX 4090) and is required for a GPU the catalog lacks.")
 @click.option("--context", callback=_tokens, metavar="N",
               help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k.")
 @click.option("--users", type=int, metavar="N", help="Concurrent requests to serve.")
@@ -46,18 +49,19 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
                    "checkpoint), or another checkpoint's format (name it with --model-path).")
 @click.option("--model-path", metavar="PATH|REPO", help="What the command loads (default: CONFIG's repo or directory).")
 @click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models).")
+@offline_option
 @format_option("text", "json", "markdown")
 @fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Also show why each finding's cause happens.")
-def plan(config: str, gpu: str, context: int | None, users: int | None, rps: float | None,
+@click.option("-v", "--verbose", is_flag=True, help="Also show why each flag is set, the notes, what is left to the engine and every finding in full.")
+def plan(config: str, gpu: str, gpu_mem: str | None, context: int | None, users: int | None, rps: float | None,
          request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
-         weights_dtype: str, model_path: str | None, text_only: bool, fmt: str, fail_on: str, verbose: bool) -> int:
+         weights_dtype: str, model_path: str | None, text_only: bool, offline: bool, fmt: str, fail_on: str, verbose: bool) -> int:
     """Derive a serving design for CONFIG on these GPUs: weights and KV per GPU, how many users of the context
     fit (bf16 / fp8 / nvfp4 KV), TP/EP/DP-attention/replicas with the reasoning, the flags to set and the ones
     to leave to the engine, and a launch command per engine — checked by the same playbooks as `lint`.
 
-    CONFIG is a config.json, a model directory, a Hugging Face repo id already in the local cache, or
-    example:NAME for a bundled scenario.
+    CONFIG is a config.json, a model directory, a Hugging Face repo id (the local cache, else the Hub unless
+    --offline: config and safetensors headers only), or example:NAME for a bundled scenario.
     """
     from doctor.plan.planner import make_plan
     from doctor.plan.request import ENGINES, PlanRequest
@@ -66,7 +70,7 @@ def plan(config: str, gpu: str, context: int | None, users: int | None, rps: flo
     request = PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
                           request_seconds=request_seconds, latency=latency, engines=engines,
                           engine_version=engine_version, weights_dtype=weights_dtype, model_path=model_path,
-                          text_only=text_only)
+                          text_only=text_only, offline=offline, gpu_mem=gpu_mem)
     result = make_plan(request)
     from doctor.render.plan import plan_markdown, plan_text
 

@@ -95,6 +95,9 @@ class LaunchCommand:
     notes: list[str] = field(default_factory=list)
     #: every argument group as given (flag + its values, known or not), redacted, in order
     words: list[list[str]] = field(default_factory=list)
+    #: values the paste does not have (doctor/engines/placeholders.py): {"flag", "dest", "word", "default"};
+    #: a placeholder with no default leaves its flag out of ``flags`` (its value is unknown, not invalid)
+    placeholders: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def catalog_version(self) -> str:
@@ -145,6 +148,7 @@ class LaunchCommand:
             "shape": self.shape, "model": self.model, "image": self.image, "env": self.env,
             "flags": [f.to_dict() for f in self.flags], "positionals": self.positionals,
             "problems": [p.to_dict() for p in self.problems], "notes": self.notes,
+            "placeholders": self.placeholders,
         }
 
 
@@ -152,9 +156,11 @@ class LaunchCommand:
 # Entry point
 # ---------------------------------------------------------------------------------------------
 def parse_command(text: str | list[str], *, engine_version: str | None = None,
-                  engine: str | None = None) -> LaunchCommand:
+                  engine: str | None = None, placeholders: bool = True) -> LaunchCommand:
     """Parse a launch command in any pasted shape. ``engine_version`` overrides the image tag;
-    ``engine`` is only needed for bare argument lists that name no engine."""
+    ``engine`` is only needed for bare argument lists that name no engine.
+    ``placeholders``: read ``${VAR}``, ``{{ .Values.x }}``, ``<model>`` as unknown values (a pasted command); False
+    for an observed process argv, where such a word is what the engine really received."""
     launch = shapes.find_launch(text)
     notes = list(launch.notes)
     chosen = launch.engine or engine
@@ -176,9 +182,16 @@ def parse_command(text: str | list[str], *, engine_version: str | None = None,
     cmd = LaunchCommand(engine=chosen, version=version, version_source=version_source, catalog=catalog,
                         entry=launch.entry, shape=launch.shape, model=None, model_source=None, flags=[],
                         env=redact_env(launch.env), positionals=[], problems=[], image=launch.image, notes=notes)
-    _Walker(cmd, launch).run()
-    for name, value in launch.env.items():  # a literal secret in the command (not a secretKeyRef)
-        if is_secret_name(name) and value and not value.startswith("<from "):
+    _Walker(cmd, launch, placeholders).run()
+    for name, value in launch.env.items():
+        if value.startswith("<from "):  # a secretKeyRef / configMapKeyRef: the right way to pass it
+            continue
+        expanded, found = _expand_word(value) if placeholders else (value, [])
+        if found:  # VLLM_X=$VALUE: the shell fills it in; unknown (or its default), never a literal secret
+            cmd.placeholders.append({"flag": f"env {name}", "dest": None, "word": MASK if is_secret_name(name)
+                                     else value, "default": None if is_secret_name(name) else expanded})
+            continue
+        if is_secret_name(name) and value:  # a literal secret in the command (not a secretKeyRef)
             cmd.problems.append(Problem("secret_flag", name, {"env": True}))
     return cmd
 
@@ -222,8 +235,9 @@ def _guess_engine(argv: list[str]) -> str:
 # Walking the arguments
 # ---------------------------------------------------------------------------------------------
 class _Walker:
-    def __init__(self, cmd: LaunchCommand, launch: shapes.Launch) -> None:
+    def __init__(self, cmd: LaunchCommand, launch: shapes.Launch, placeholders: bool = True) -> None:
         self.cmd = cmd
+        self.placeholders = placeholders
         self.cat = cmd.catalog
         self.argv = launch.argv
         self.i = 0
@@ -258,6 +272,9 @@ class _Walker:
         if raw is None:
             return
         secret = is_secret_name(spec.dest) or is_secret_name(res.option)
+        raw = self._expand(res.option, spec.dest, raw, secret)
+        if raw is None:  # a placeholder without a default: the value is unknown, not invalid
+            return
         value, problem = _typed(spec, raw, res)
         if problem is not None:
             self.cmd.problems.append(Problem("invalid_value", res.token, problem))
@@ -306,6 +323,24 @@ class _Walker:
             take = following[:1]
         self.i += len(take)
         return take
+
+    def _expand(self, flag: str, dest: str, raw: list[str], secret: bool) -> list[str] | None:
+        """The value words with placeholders replaced by their defaults; None when one has no default."""
+        if not self.placeholders or not any(_may_hold_placeholder(word) for word in raw):
+            return raw
+        from doctor.engines.placeholders import expand
+
+        out: list[str] = []
+        for word in raw:
+            value, found = expand(word)
+            if found:
+                shown = MASK if secret else word
+                self.cmd.placeholders.append({"flag": flag, "dest": dest, "word": shown,
+                                              "default": None if value is None or secret else value})
+            if value is None:
+                return None
+            out.append(value)
+        return out
 
     def _record(self, fv: FlagValue, spec: FlagSpec, res: Resolution) -> None:
         cmd = self.cmd
@@ -418,6 +453,16 @@ class _Walker:
     def _positionals(self, words: list[str]) -> None:
         for word in words:
             self.cmd.words.append([word])
+            value, found = _expand_word(word) if self.placeholders else (word, [])
+            is_model = self.positional_model and self.cmd.model is None and not self.cmd.positionals
+            if found:
+                self.cmd.placeholders.append({"flag": "model (positional)" if is_model else "argument",
+                                              "dest": "model" if is_model else None, "word": word, "default": value})
+                if value is None:
+                    if is_model:
+                        self.positional_model = False  # the model is unknown: a later word is no model either
+                    continue  # `$EXTRA_ARGS`: arguments the paste does not show, not a stray positional
+                word = value
             if self.positional_model and self.cmd.model is None and not self.cmd.positionals:
                 self.cmd.model, self.cmd.model_source = word, "positional"
             else:
@@ -431,6 +476,19 @@ class _Walker:
             if dest in by_dest and cmd.model is None:
                 cmd.model, cmd.model_source = str(by_dest[dest].value), by_dest[dest].option
 
+
+
+def _may_hold_placeholder(word: str) -> bool:
+    """Cheap test before the placeholder scan (doctor/engines/placeholders.py is imported only when needed)."""
+    return "$" in word or "{{" in word or "<" in word or "`" in word
+
+
+def _expand_word(word: str) -> tuple[str | None, list[Any]]:
+    if not _may_hold_placeholder(word):
+        return word, []
+    from doctor.engines.placeholders import expand
+
+    return expand(word)
 
 
 def _shell_word(word: str, first: bool) -> str:

@@ -13,6 +13,7 @@ from doctor.engines.catalog import default_hedge
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
+from doctor.humanize import readable
 
 _PROBLEM_FACTS = {
     "unknown_flag": "launch.unknown_flags",
@@ -43,15 +44,34 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
                                       f"say which releases they hold for")
     facts.set("launch.catalog_version", cat.version,
               cat.note or f"catalog history doctor/engines/catalogs/{cat.engine}.json, release {cat.version}")
-    facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
+    holes = _placeholder_reasons(cmd)
+    model_hole = holes.get("model") or holes.get("model_path")
+    if cmd.model is None and model_hole:
+        facts.error("launch.model", model_hole)
+    else:
+        facts.set("launch.model", cmd.model, f"argv {cmd.model_source}" if cmd.model_source else label)
     for dest, fv in cmd.by_dest().items():
         facts.set(f"launch.flags.{dest}", _merged(cmd, dest, fv), _argv_source(fv))
+    for dest, why in holes.items():
+        if dest not in cmd.by_dest():
+            facts.error(f"launch.flags.{dest}", why)
+    env_holes = {p["flag"][4:]: p for p in cmd.placeholders if p["flag"].startswith("env ")}
     for name, value in cmd.env.items():
-        facts.set(f"launch.env.{name}", value, f"env {name}")
+        hole = env_holes.get(name)
+        if hole is not None and hole["default"] is None:
+            facts.error(f"launch.env.{name}", f"env {name}={hole['word']} is a placeholder in the launch command: "
+                                              "its value is unknown")
+            continue
+        facts.set(f"launch.env.{name}", hole["default"] if hole else value, f"env {name}")
+    facts.set("launch.placeholders", list(cmd.placeholders), f"{label}: values the paste does not have")
 
     for key, rule in load_semantics()["facts"].items():
         cases = rule.get(cmd.engine)
         if cases is None:
+            continue
+        hidden = _hidden_by(cases, holes, cmd)
+        if hidden is not None:
+            facts.error(key, hidden)
             continue
         found = _first(cases, cmd, facts)
         if found is None:
@@ -61,18 +81,42 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
 
     by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in _PROBLEM_FACTS.values()}
     secret_flags: list[str] = []
+    # `HF_TOKEN=… vllm serve` / `export HF_TOKEN=…`: in the process environment, not in argv — another exposure
+    # (and another fix) than a flag or a `docker run -e`, which the process table shows.
+    secret_env: list[str] = []
     for problem in cmd.problems:
         if problem.kind == "secret_flag":
-            if problem.flag not in secret_flags:
-                secret_flags.append(problem.flag)
+            names = secret_env if problem.detail.get("env") and cmd.shape in ("shell", "argv") else secret_flags
+            if problem.flag not in names:
+                names.append(problem.flag)
         elif problem.kind in _PROBLEM_FACTS:
             by_kind[_PROBLEM_FACTS[problem.kind]].append({"flag": problem.flag, **problem.detail})
     for key, items in by_kind.items():
         facts.set(key, items, f"{label} checked against catalog {cat.engine} {cat.version}")
     facts.set("launch.secret_flags", secret_flags, label)
+    facts.set("launch.secret_env", secret_env, f"{label}: environment assignments before the command")
     facts.set("engine.tool_parsers", list(cat.tool_parsers), f"catalog {cat.engine} {cat.version}")
     facts.set("engine.reasoning_parsers", list(cat.reasoning_parsers), f"catalog {cat.engine} {cat.version}")
     return facts
+
+
+def _placeholder_reasons(cmd: LaunchCommand) -> dict[str, str]:
+    """dest -> why its value is unknown, for each flag whose value is a placeholder without a default."""
+    return {p["dest"]: f"{p['flag']} {p['word']} is a placeholder in the launch command: its value is unknown "
+                       f"(pass the command with the value filled in)"
+            for p in cmd.placeholders if p["dest"] and p["default"] is None}
+
+
+def _hidden_by(cases: list[dict[str, Any]], holes: dict[str, str], cmd: LaunchCommand) -> str | None:
+    """Why a semantics.yaml fact is unknown when a flag it reads is a placeholder (None: it is not)."""
+    if not holes:
+        return None
+    for case in cases:
+        dests = case.get("from") or (case["json"][0] if "json" in case else None) or []
+        for dest in [dests] if isinstance(dests, str) else dests:
+            if dest in holes and dest not in cmd.by_dest():
+                return holes[dest]
+    return None
 
 
 def _merged(cmd: LaunchCommand, dest: str, last: FlagValue) -> Any:
@@ -132,9 +176,9 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
         return None
     if "env" in case:
         name = case["env"]
-        if name not in cmd.env:
+        if name not in cmd.env or f"launch.env.{name}" not in facts:  # absent, or a placeholder without a value
             return None
-        value: Any = cmd.env[name]
+        value: Any = facts.get(f"launch.env.{name}")
         if case.get("type") == "int":
             try:
                 value = int(value)
@@ -168,7 +212,7 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
     if "const" in case:
         why = case.get("why")
         return case["const"], (f"engine behaviour: {why}" if why else
-                               f"engine behaviour: {case['const']!r} unless the launch command says otherwise")
+                               f"engine behaviour: {readable(case['const'])} unless the launch command says otherwise")
     if case.get("unset"):
         return None, f"not in the launch command ({cmd.entry})"
     return None
@@ -198,13 +242,14 @@ def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[
     elif "fact" in cond:
         present, value, label = cond["fact"] in facts, facts.get(cond["fact"]), cond["fact"]
     elif "env" in cond:
-        present, value, label = cond["env"] in cmd.env, cmd.env.get(cond["env"]), f"env {cond['env']}"
+        key = f"launch.env.{cond['env']}"  # a placeholder without a value is no value (launch_facts sets none)
+        present, value, label = key in facts, facts.get(key), f"env {cond['env']}"
     else:
         return False, ""
     if not present:
         return False, ""
     ok = _test(op, value, cond.get("value"))
-    return ok, f"{label} = {value!r}" if ok else ""
+    return ok, f"{label} = {readable(value)}" if ok else ""
 
 
 def _test(op: str, value: Any, expected: Any) -> bool:

@@ -159,6 +159,11 @@ def _tokenise(text: str) -> list[list[str]]:  # noqa: C901 - one state machine
                 i += 1
             in_word, i = True, i + 1
             continue
+        if c == "{" and text.startswith("{{", i) and (j := text.find("}}", i + 2)) >= 0:
+            # a Helm/Go template action is one word, spaces and pipes included (doctor/engines/placeholders.py)
+            word.append(text[i:j + 2])
+            in_word, i = True, j + 2
+            continue
         if c == "\\":
             if i + 1 < n and text[i + 1] != "\n":
                 word.append(text[i + 1])

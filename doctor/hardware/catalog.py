@@ -2,8 +2,11 @@
 
 Names arrive from people ("h100 80gb", "RTX-PRO-6000"), from nvidia-smi ("NVIDIA H100 80GB HBM3",
 "NVIDIA A100-SXM4-80GB") and from NVML, so matching ignores case, hyphens, the vendor prefix and how a
-memory size is written. A bare family name ("A100") resolves to the family's default variant, and a
-family name with a memory size ("A100 40GB", "H100 94GB") to the variant with that memory.
+memory size is written. A bare family name ("A100") resolves to the family's default variant — and says
+so (``resolve_gpu``'s ``assumed``), since the other variants differ in memory — and a family name with a
+memory size ("A100 40GB", "H100 94GB") to the variant with that memory. Names that several product lines
+share ("RTX 6000": Turing, Ampere, Ada and Blackwell cards) are listed in the catalog's ``ambiguous``
+section with the variant assumed.
 """
 
 from __future__ import annotations
@@ -120,6 +123,53 @@ def all_gpus() -> tuple[GpuModel, ...]:
     return _load()[0]
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """A name resolved to one entry; ``assumed`` says which variant an ambiguous name was taken as, and why."""
+
+    gpu: GpuModel
+    assumed: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _ambiguous() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """normalized name -> (entry assumed, the entries it may mean): the catalog's ``ambiguous`` section plus every
+    family name (``A100``, ``H100``, ``V100``) whose variants differ in what sizing reads: memory or compute
+    capability (H200 and H200 NVL differ only in interconnect and clocks, so ``H200`` needs no assumption)."""
+    from doctor.yamlsafe import load_packaged
+
+    models, index = _load()
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for family in {m.family for m in models if m.family}:
+        variants = [m for m in models if m.family == family]
+        members = tuple(m.name for m in variants)
+        default = next((m for m in variants if m.default), None)
+        if default is not None and len({(m.memory_gb, m.sm, m.gfx) for m in variants}) > 1:
+            out[normalize(family)] = (default.name, members)
+    for i, raw in enumerate(load_packaged(CATALOG_PATH).get("ambiguous") or ()):
+        names = (raw.get("assume"), *(raw.get("candidates") or ()))
+        if not isinstance(raw.get("name"), str) or not all(isinstance(n, str) and normalize(n) in index for n in names):
+            raise InputError(f"{CATALOG_PATH.name}: ambiguous[{i}]: name, assume and candidates must name entries")
+        out[normalize(raw["name"])] = (index[normalize(raw["assume"])].name, tuple(raw["candidates"]))
+    return out
+
+
+def resolve_gpu(name: str) -> Resolution | None:
+    """Like ``lookup_gpu``, and says which variant an ambiguous name (``A100``, ``RTX 6000``) was taken as."""
+    key = normalize(name)
+    choice = _ambiguous().get(key) if key else None
+    if choice is not None:
+        assumed, candidates = choice
+        gpu = lookup_gpu(assumed)
+        assert gpu is not None
+        others = ", ".join(c for c in candidates if c != gpu.name)
+        arch = f"sm_{gpu.sm}" if gpu.sm is not None else gpu.gfx
+        return Resolution(gpu, f"{name.strip()!r} is ambiguous: assumed {gpu.name} ({gpu.memory_gb:g} GB, {arch})" + (f"; the others are {others} — name one, or pass --gpu-mem SIZE"
+                                                  if others else ""))
+    gpu = lookup_gpu(name)
+    return Resolution(gpu) if gpu is not None else None
+
+
 def lookup_gpu(name: str) -> GpuModel | None:
     """The catalog entry for any spelling of a GPU name, or None when nothing matches."""
     models, index = _load()
@@ -128,6 +178,9 @@ def lookup_gpu(name: str) -> GpuModel | None:
         return None
     if key in index:
         return index[key]
+    ambiguous = _ambiguous().get(key)
+    if ambiguous is not None:
+        return index[normalize(ambiguous[0])]
     truncated = _TRUNCATED.sub("", name)
     if truncated != name:
         return _by_prefix(normalize(truncated), index)

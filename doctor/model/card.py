@@ -166,6 +166,10 @@ class ModelCard:
     sglang_supported: bool = True
     #: card attribute -> the config field path(s) that gave it (the ``source`` of each model.* fact)
     sources: dict[str, str] = field(default_factory=dict)
+    #: where ``weight_bytes`` comes from: "estimate" (layer shapes) or "safetensors" (the checkpoint's headers)
+    weight_source: str = "estimate"
+    #: how ``weight_bytes`` was reached, and any assumption it rests on (doctor/model/weights.py)
+    weight_detail: str = "derived: estimate from layer shapes (doctor/model/params.py) at the checkpoint quantization"
 
     def to_dict(self) -> dict[str, Any]:
         """The card as JSON-able data (the ``model``/``attention``/… parts of ``llmdoctor.inspect/1``)."""
@@ -176,7 +180,8 @@ class ModelCard:
                 "hidden_size": self.hidden_size, "vocab_size": self.vocab_size,
                 "max_context": self.max_context, "params": self.params,
                 "active_params": self.active_params, "vision_params": self.vision_params,
-                "weight_bytes": self.weight_bytes,
+                "weight_bytes": self.weight_bytes, "weight_source": self.weight_source,
+                "weight_detail": self.weight_detail,
             },
             "attention": {
                 "kind": self.attention, "full_attention": self.full_attention,

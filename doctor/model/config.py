@@ -1,9 +1,9 @@
 """Finding and parsing a model's config.json: a file, a model directory, a repo id in the local
 Hugging Face cache, or ``example:NAME`` for a scenario bundled with llmdoctor.
 
-Nothing here touches the network: on-call machines often have none, and a diagnosis must not
-depend on the Hub being up. Real configs are not always strict JSON (Nemotron-H writes a bare
-``Infinity``), so Python's permissive parser is used on purpose; at most the size cap is read (doctor.inio)
+Nothing here touches the network (the Hub is doctor/model/resolve.py's job, after these local places):
+on-call machines often have none, and a diagnosis must not depend on the Hub being up. Real configs are not
+always strict JSON (Nemotron-H writes a bare ``Infinity``), so Python's permissive parser is used on purpose; at most the size cap is read (doctor.inio)
 so a wrong path to a multi-gigabyte safetensors file fails fast instead of filling memory.
 """
 
@@ -47,7 +47,7 @@ def load_config(spec: str) -> LoadedConfig:
     if path.is_file():
         name = path.parent.resolve().name if path.name == "config.json" else path.stem
         return LoadedConfig(path, name, _parse(path))
-    if _looks_like_repo_id(spec):
+    if looks_like_repo_id(spec):
         cached = _hf_cache_config(spec)
         return LoadedConfig(cached, spec, _parse(cached))
     raise InputError(f"{spec}: no such file or directory")
@@ -66,7 +66,7 @@ def _example_path(name: str) -> Path:
     return path
 
 
-def _looks_like_repo_id(spec: str) -> bool:
+def looks_like_repo_id(spec: str) -> bool:
     parts = spec.split("/")
     return len(parts) == 2 and all(parts) and not spec.startswith((".", "~"))
 
@@ -88,10 +88,7 @@ def _hf_cache_config(repo_id: str) -> Path:
     repo_dir = cache / ("models--" + repo_id.replace("/", "--"))
     snapshots = repo_dir / "snapshots"
     if not snapshots.is_dir():
-        raise InputError(
-            f"{repo_id}: not a local path and not in the Hugging Face cache at {cache} "
-            "(llmdoctor never downloads; pass a config.json or a model directory)"
-        )
+        raise InputError(f"{repo_id}: not a local path and not in the Hugging Face cache at {cache}")
     ref = repo_dir / "refs" / "main"
     if ref.is_file():
         from doctor.inio import read_text_capped

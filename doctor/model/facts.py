@@ -58,8 +58,9 @@ def model_facts(card: ModelCard, kv_dtype: str = "auto", engine: str | None = No
     facts.set("model.params", card.params, shapes)
     facts.set("model.active_params", card.active_params, shapes)
     facts.set("model.vision_params", card.vision_params, shapes)
-    facts.set("model.weight_bytes", card.weight_bytes, f"{shapes} at the checkpoint quantization")
-    facts.set("model.expert_weight_bytes", card.expert_weight_bytes, f"{shapes}: routed experts only")
+    facts.set("model.weight_bytes", card.weight_bytes, card.weight_detail)
+    facts.set("model.weight_source", card.weight_source, card.weight_detail)
+    facts.set("model.expert_weight_bytes", card.expert_weight_bytes, f"{card.weight_detail}: routed experts only")
 
     layout = kv_layout(card, kv_dtype, engine)
     arithmetic = " + ".join(f"{c.layers} × [{c.formula}]" for c in layout.components)

@@ -18,7 +18,7 @@ from doctor.facts import Facts
 from doctor.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
 from doctor.model.card import ModelCard
 from doctor.model.kvcache import KVLayout, kv_layout
-from doctor.plan.weights import WeightPlan
+from doctor.model.weights import WeightPlan
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
@@ -119,10 +119,11 @@ class Capacity:
 class Sizer:
     """Model facts per engine and KV dtype (built once), evaluated over candidate layouts."""
 
-    def __init__(self, card: ModelCard, weights: WeightPlan, memory_bytes: int) -> None:
+    def __init__(self, card: ModelCard, weights: WeightPlan, memory_bytes: int, gpu_name: str | None = None) -> None:
         self.card = card
         self.weights = weights
         self.memory = memory_bytes
+        self.gpu_name = gpu_name
         self._models: dict[tuple[str, str], tuple[Facts, KVLayout] | None] = {}
         self._errors: dict[tuple[str, str], str] = {}
 
@@ -154,7 +155,11 @@ class Sizer:
         if found is None:
             return None
         facts, kv = found
-        result = fit_layout(facts, layout, self.memory, fraction)
+        from doctor.model.memory import non_kv_bytes  # the engine's non-KV memory at this TP (newest release)
+
+        reserved = non_kv_bytes(self.card, engine, None, tp=layout.attn_tp, gpu_name=self.gpu_name,
+                                gpu_memory_bytes=self.memory)
+        result = fit_layout(facts, layout, self.memory, fraction, reserved.total if reserved else 0.0)
         return Capacity(engine, kv.kv_dtype, result, kv, context, layout.kv_groups, replicas, self.card.max_context)
 
 

@@ -23,10 +23,10 @@ from doctor.plan.rules import rules
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
     from doctor.engines.families import Family
+    from doctor.model.weights import WeightPlan
     from doctor.plan.capacity import Capacity
     from doctor.plan.parallelism import Parallelism
     from doctor.plan.request import Demand
-    from doctor.plan.weights import WeightPlan
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def model_flags(engine: str, catalog: Catalog, card: ModelCard, family: Family |
                 weights: WeightPlan, demand: Demand, capacity: Capacity, par: Parallelism, text_only: bool
                 ) -> tuple[list[FlagChoice], list[str]]:
     """Quantization, KV dtype, context cap, parsers, multimodal, metrics — each only where this version has it."""
-    from doctor.plan.weights import quantization_value
+    from doctor.model.weights import quantization_value
 
     out: list[FlagChoice] = []
     notes: list[str] = []

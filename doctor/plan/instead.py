@@ -12,9 +12,9 @@ from collections.abc import Callable
 from doctor.hardware.catalog import GpuModel
 from doctor.model.card import ModelCard
 from doctor.model.units import format_bytes
+from doctor.model.weights import WeightPlan, plan_weights
 from doctor.plan.parallelism import Decision
 from doctor.plan.rules import rules
-from doctor.plan.weights import WeightPlan, plan_weights
 
 Replan = Callable[[int, WeightPlan], Decision]
 

@@ -8,10 +8,12 @@ the engine version's catalog → the verdict: the playbooks over the command, th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doctor.errors import InputError
+from doctor.model.weights import WeightPlan, plan_weights
 from doctor.plan.capacity import Capacity, Sizer, default_fraction, seed_method_users
 from doctor.plan.flags import (
     Delegation,
@@ -26,7 +28,6 @@ from doctor.plan.flags import (
 from doctor.plan.parallelism import Decision, Parallelism, choose
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
-from doctor.plan.weights import WeightPlan, plan_weights
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
@@ -111,19 +112,18 @@ class Plan:
 def make_plan(request: PlanRequest) -> Plan:
     from doctor.engines.catalog import load_catalog
     from doctor.engines.families import match_family
-    from doctor.hardware.spec import parse_gpu_spec
-    from doctor.model.architecture import analyze
-    from doctor.model.config import load_config
+    from doctor.model.resolve import model_card
 
     request.check()
-    gpu = parse_gpu_spec(request.gpu)
-    loaded = load_config(request.config)
-    card = analyze(loaded.raw, name=loaded.name, source=str(loaded.path or request.config))
+    gpu = _gpu_spec(request)
+    sized = model_card(request.config, offline=request.offline)
+    card = sized.card
+    request = replace(request, config_raw=sized.resolved.config.raw)  # its checks read this, not the Hub again
     demand = demand_for(request, card.max_context, card.source)
     weights = plan_weights(card, request.weights_dtype, model_path=request.model_path)
     model_path = request.model_path or default_model_path(request.config)
     family = match_family(architectures=list(card.architectures), model_type=card.model_type, name=model_path)
-    sizer = Sizer(card, weights, gpu.gpu.memory_bytes)
+    sizer = Sizer(card, weights, gpu.gpu.memory_bytes, gpu.gpu.name)
     engines, unsupported = {}, {}
     for engine in request.engines:
         why = sizer.unsupported(engine)
@@ -136,6 +136,22 @@ def make_plan(request: PlanRequest) -> Plan:
     if plan.status == DOES_NOT_RUN and engines:
         plan.instead = _instead(plan)
     return plan
+
+
+def _gpu_spec(request: PlanRequest) -> GpuSpec:
+    """--gpu (and --gpu-mem): a plan sizes weights and KV against each GPU's memory, so an unknown GPU needs
+    --gpu-mem; with it the plan runs on that memory alone and says what it could not check."""
+    from doctor.hardware.spec import UnknownGpu, parse_gpu_spec
+    from doctor.model.units import parse_bytes
+
+    memory = parse_bytes(request.gpu_mem, flag="--gpu-mem") if request.gpu_mem else None
+    try:
+        return parse_gpu_spec(request.gpu, gpu_mem=memory, gpu_mem_text=request.gpu_mem)
+    except UnknownGpu as exc:
+        near = f"did you mean {', '.join(exc.near)}? " if exc.near else ""
+        raise InputError(f"--gpu: unknown GPU {exc.name!r}; {near}plan needs each GPU's memory to size weights and "
+                         "KV: pass --gpu-mem SIZE (e.g. --gpu-mem 48G) with this name, or a known name "
+                         "(`llmdoctor gpus` lists them)") from None
 
 
 def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: ModelCard, gpu: GpuSpec, demand: Demand,
@@ -162,13 +178,14 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
         notes.append(catalog.note)
     argv = build_argv(engine, catalog, model_path, flags)
     command = launch_command(engine, catalog, version, model_path, flags)
-    weight_facts = {}
-    if weights.total_bytes != card.weight_bytes:
-        weight_facts = {"model.weight_bytes": (weights.total_bytes, weights.source),
-                        "model.expert_weight_bytes": (weights.expert_bytes, weights.source)}
+    weight_facts = {"model.weight_bytes": (weights.total_bytes, weights.source),
+                    "model.expert_weight_bytes": (weights.expert_bytes, weights.source),
+                    "model.weight_source": (card.weight_source if weights.requested == "auto" else "estimate",
+                                            weights.source)}
     gpu_text = f"{gpu.gpu.name}:{gpu.count}"
-    check = check_command(argv, version, config=request.config, gpu=gpu_text, context=demand.context,
-                          users=demand.users, text_only=request.text_only, weight_facts=weight_facts)
+    check = check_command(argv, version, config=request.config, config_json=request.config_raw, gpu=gpu_text,
+                          context=demand.context, users=demand.users, text_only=request.text_only,
+                          weight_facts=weight_facts, gpu_mem=request.gpu_mem)
     return EnginePlan(engine, catalog, version, fraction, fraction_source, kv, decision, rows, flags,
                       delegations(card, kv, decision.kv_dtype), notes, argv, command, check)
 

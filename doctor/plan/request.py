@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from doctor.errors import InputError
 from doctor.plan.rules import latency_modes, rules
@@ -29,6 +30,11 @@ class PlanRequest:
     weights_dtype: str = "auto"
     model_path: str | None = None
     text_only: bool = False
+    gpu_mem: str | None = None  # --gpu-mem SIZE: each GPU's memory, over the catalog's (or for an unknown GPU)
+    #: never ask the Hugging Face Hub for CONFIG (--offline)
+    offline: bool = False
+    #: CONFIG's content once resolved (doctor/model/resolve.py), so the plan's checks need not resolve it again
+    config_raw: dict[str, Any] | None = None
 
     def check(self) -> None:
         """Reject contradictory or impossible options before any file is read."""

@@ -41,7 +41,8 @@ class CommandCheck:
 
 
 def check_command(argv: list[str], version: str, *, config: str, gpu: str, context: int, users: int | None,
-                  text_only: bool, weight_facts: dict[str, tuple[int, str]]) -> CommandCheck:
+                  text_only: bool, weight_facts: dict[str, tuple[Any, str]],
+                  config_json: dict[str, Any] | None = None, gpu_mem: str | None = None) -> CommandCheck:
     """Lint's pipeline over the plan: gather, the planned weights, derived facts, every playbook."""
     from doctor.derive import derive_all
     from doctor.lint import UNREACHABLE
@@ -49,7 +50,8 @@ def check_command(argv: list[str], version: str, *, config: str, gpu: str, conte
     from doctor.playbook.loader import load_playbooks
     from doctor.sources import gather
 
-    inputs = OfflineInputs(command=argv, engine_version=version, config=config, gpu=gpu,
+    inputs = OfflineInputs(command=argv, engine_version=version, config=config, config_json=config_json, gpu=gpu,
+                           gpu_mem=gpu_mem,
                            workload=Workload(context=context, users=users, text_only=text_only))
     gathered = gather(inputs)
     for key, (value, source) in weight_facts.items():

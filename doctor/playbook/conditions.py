@@ -16,6 +16,7 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import Evidence
+from doctor.humanize import readable
 from doctor.versions import version_key
 
 Tri = bool | None  # True, False, or None for unknown
@@ -158,7 +159,7 @@ def _negated_support(cond: dict[str, Any], facts: Facts) -> list[Evidence]:
             return []
         fact = facts.fact(cond["fact"])
         shown = cond["ref"] if "ref" in cond else _fmt(cond["value"]) if "value" in cond else ""
-        test = f"not {_OP_WORDS.get(cond['op'], cond['op'].replace('_', ' '))} {shown}".rstrip()
+        test = _NEGATED.get(cond["op"]) or f"not {_OP_WORDS.get(cond['op'], cond['op'].replace('_', ' '))} {shown}".rstrip()
         if fact is None:
             return [Evidence(cond["fact"], None, "unknown", test)]
         return [Evidence(cond["fact"], fact.value, fact.source, test, fact.observed)]
@@ -167,8 +168,16 @@ def _negated_support(cond: dict[str, Any], facts: Facts) -> list[Evidence]:
     return _flatten(_negated_support(c, facts) for c in cond.get("all") or cond.get("any") or [])
 
 
+#: Negated word tests read as English: "is not true", not "not is true".
+_NEGATED = {"is_true": "is not true", "is_false": "is not false", "set": "is not set", "unset": "is set",
+            "empty": "is not empty", "nonempty": "is empty"}
+
+
 def _fmt(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    """A condition's operand as people write it: ``(mha, gqa)``, not ``['mha', 'gqa']``; ``mla``, not ``'mla'``."""
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(readable(v) for v in value) + ")"
+    return readable(value)
 
 
 def _flatten(lists: Any) -> list[Any]:

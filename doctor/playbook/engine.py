@@ -11,17 +11,20 @@ Semantics of a tree (a list of nodes):
   with the facts that were missing, why (the probe's error) and how to learn them.
 
 Confidence: a finding resting on at least one observed fact (a metric, NVML, an active probe) is ``high``;
-otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause.
+otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause — and
+``low`` when a fact it rests on was read from the model's name alone (no config found; doctor/model/names.py).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import Evidence, Finding, Unchecked, confidence_rank
+from doctor.model.names import NAME_ONLY
 from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.template import render
@@ -43,6 +46,7 @@ HINTS = {
     "active": "re-run with --active (sends a few small requests to the server)",
     "process": "run on the server's host, or pass --pid",
     "probe": "see the probe errors above",
+    "log": "pass --log FILE (the server's log; '-' reads standard input)",
 }
 
 
@@ -143,23 +147,35 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
              facts: Facts) -> Finding:
     evidence = _dedupe(evidence)
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
+    if confidence != "high" and any(NAME_ONLY in e.source for e in evidence):
+        confidence = "low"  # a fact read from the model's name alone (doctor/model/names.py), no config behind it
+    what, fix = render(cause.what, facts), render_fix(cause, facts)
+    seen = facts.get(f"log.seen.{cause.id.replace('-', '_')}")
+    if seen and _UNFILLED.search(what):  # named by the server log alone: its line is the account
+        what = f'The server log shows it: "{seen}"'
+    if seen and _UNFILLED.search(fix):
+        fix = _UNFILLED.sub("(those in the log line)", fix)
     return Finding(
         id=cause.id,
         symptom=playbook.symptom,
         severity=node.get("severity", cause.severity),
         confidence=confidence,
         title=render(cause.title, facts),
-        what=render(cause.what, facts),
+        what=what,
         why=render(cause.why, facts),
-        fix=render_fix(cause, facts),
+        fix=fix,
         ref=cause.ref,
         evidence=evidence,
     )
 
 
+#: A placeholder render() could not fill (doctor.playbook.template marks them ``<key?>``).
+_UNFILLED = re.compile(r"<[a-z][\w.]*\?>")
+
+
 def render_fix(cause: Cause, facts: Facts) -> str:
     """The fix for the engine in use, or every engine's when the engine is not known."""
-    engine = facts.get("launch.engine")
+    engine = facts.get("launch.engine") or facts.get("engine.name")
     if engine in cause.fix:
         text = cause.fix[engine]
         if "any" in cause.fix:

@@ -23,7 +23,7 @@ CAUSES_FILE = "causes.yaml"
 TRAPS_FILE = "traps.yaml"
 #: Top-level fact namespaces a condition may read (docs/facts.md); a typo here would make a node unknown forever.
 NAMESPACES = ("model", "launch", "engine", "expect", "gpu", "metrics", "server", "capacity", "fit", "workload",
-              "active", "process", "probe")
+              "active", "process", "probe", "log")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Cause:
     ref: str
     evidence: tuple[str, ...] = ()
     source: str = ""
+    #: server-log lines that name this cause by themselves: ({pattern, engine, seen}, ...)
+    log_signatures: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,9 @@ def _load_builtin() -> PlaybookSet:
     # the loader's own file is a source too: its dataclasses decide the shape of the cached data
     data = cached("playbooks", [*_playbook_files(builtin_dir()), Path(__file__)], build)
     return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
-                       causes={c["id"]: Cause(**c) for c in data["causes"]},
+                       causes={c["id"]: Cause(**{**c, "evidence": tuple(c["evidence"]),
+                                                 "log_signatures": tuple(c["log_signatures"])})
+                               for c in data["causes"]},
                        traps=[Trap(**t) for t in data["traps"]])
 
 
@@ -173,8 +177,14 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
                 id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
                 why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
                 evidence=tuple(body.get("evidence", ())),
-                source=where,
+                source=where, log_signatures=tuple(body.get("log_signatures", ())),
             )
+            for index, sig in enumerate(body.get("log_signatures", ())):
+                try:
+                    re.compile(sig["pattern"])
+                except re.error as exc:
+                    errors.append(f"{path}:{line_of(node, ['causes', cause_id, 'log_signatures', index])}: "
+                                  f"log_signatures pattern: not a valid regular expression: {exc}")
     elif kind == "traps":
         for item in data["traps"]:
             pbset.traps.append(Trap(item["id"], item["metric"], item.get("engine", "any"), item["why"].strip(),

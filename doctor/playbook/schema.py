@@ -106,6 +106,19 @@ CAUSES_SCHEMA: dict[str, Any] = {
                     },
                     "ref": {"type": "string", "minLength": 1},
                     "evidence": {"type": "array", "items": {"type": "string", "pattern": FACT_KEY}},
+                    # lines of a server log that name this cause by themselves (doctor/logs): a regular
+                    # expression searched per line, for one engine or any, and where the line was seen
+                    "log_signatures": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["pattern", "seen"],
+                            "additionalProperties": False,
+                            "properties": {"pattern": {"type": "string", "minLength": 1},
+                                           "engine": {"enum": ["any", "vllm", "sglang"]},
+                                           "seen": {"type": "string", "minLength": 1}},
+                        },
+                    },
                 },
             },
         },

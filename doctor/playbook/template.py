@@ -7,9 +7,12 @@ filter formats it:
   with ", ",
 * ``{key|each:<flag> → <nearest>}`` one line fragment per item of a list of objects, ``<field>`` being
   the item's field (``<a|b>``: the first of the fields that has a value), joined with "; ",
-* ``{key|or:TEXT}`` the value, or TEXT when the fact is unknown or unset.
+* ``{key|or:TEXT}`` the value, or TEXT when the fact is unknown or unset; ``{key|gib|or:TEXT}`` (also
+  ``pct``, ``join``) formats the value and falls back to TEXT the same way.
 
-An unknown key renders as ``<key?>`` so a template never fails and the gap is visible.
+A fact a cause's text needs but its conditions do not guarantee must have an ``or:`` fallback that says in
+words what is unknown (tests/test_cause_render.py renders every cause with only the facts its conditions
+guarantee). An unknown key without one renders as ``<key?>`` so a template never fails and the gap is visible.
 """
 
 from __future__ import annotations
@@ -18,20 +21,22 @@ import re
 from typing import Any
 
 from doctor.facts import Facts
+from doctor.humanize import percent, readable
 
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|([a-z]+)(?::([^{}]*))?)?\}")
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|(gib|pct|join)(?=\|or:))?"
+                          r"(?:\|([a-z]+)(?::([^{}]*))?)?\}")
 _FIELD = re.compile(r"<([A-Za-z0-9_|]+)>")
 
 
 def render(template: str, facts: Facts) -> str:
     def _sub(m: re.Match[str]) -> str:
-        key, flt, arg = m.group(1), m.group(2), m.group(3)
+        key, shape, flt, arg = m.group(1), m.group(2), m.group(3), m.group(4)
         fact = facts.fact(key)
         if flt == "or" and (fact is None or fact.value is None):
             return arg or ""
         if fact is None:
             return f"<{key}?>"
-        return _format(fact.value, flt, arg)
+        return _format(fact.value, shape or flt, arg)
 
     return _PLACEHOLDER.sub(_sub, template)
 
@@ -40,7 +45,7 @@ def _format(value: Any, flt: str | None, arg: str | None) -> str:
     if flt == "gib" and isinstance(value, (int, float)):
         return f"{value / 2**30:.1f} GiB"
     if flt == "pct" and isinstance(value, (int, float)):
-        return f"{value * 100:.0f}%"
+        return percent(value)
     if flt == "join" and isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     if flt == "each" and isinstance(value, (list, tuple)):
@@ -65,10 +70,4 @@ def _first_field(item: dict[str, Any], names: str) -> str:
 
 
 def _plain(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return readable(value, limit=1000)

@@ -45,6 +45,10 @@ class ProbeError(Exception):
     """An expected probe failure (refused, timed out, HTTP 503, …) whose message is already the one line to show."""
 
 
+#: Where the OpenAI-compatible routes start, below a server's root (or a proxy's base path).
+OPENAI_PREFIX = "/v1"
+
+
 @dataclass(frozen=True)
 class Target:
     """The server under examination, parsed from ``--endpoint URL|HOST:PORT``.
@@ -61,10 +65,19 @@ class Target:
 
     @classmethod
     def parse(cls, text: str, *, flag: str = "--endpoint") -> Target:
-        """Parse ``HOST:PORT``, ``[::1]:8000`` or a URL; anything unusable is an InputError naming the flag."""
+        """Parse ``HOST:PORT``, ``[::1]:8000``, a bare ``PORT`` (this host) or a URL; anything unusable is an
+        InputError naming the flag.
+
+        A URL's path is a reverse proxy's base path and is kept: ``http://gw/llm`` probes ``/llm/v1/models`` and
+        ``/llm/metrics``. A path ending in ``/v1`` is the OpenAI *base URL* clients are configured with, so
+        ``http://host:8000/v1`` probes ``/v1/models`` (not ``/v1/v1/models``); the engine's own routes
+        (``/metrics``, ``/server_info``, ``/version``) live beside ``/v1``, at the server's root.
+        """
         value = (text or "").strip()
         if not value:
             raise InputError(f"{flag}: empty endpoint (give HOST:PORT or a URL such as http://127.0.0.1:8000)")
+        if value.isdigit():  # `--endpoint 30000`: a port on this host, as `curl localhost:30000` would mean
+            value = f"localhost:{value}"
         explicit_scheme = "://" in value
         shown = redact_text(value)
         try:
@@ -89,7 +102,10 @@ class Target:
         userinfo = None
         if "@" in parts.netloc:
             userinfo = unquote(parts.netloc.rpartition("@")[0])
-        return cls(scheme, host.lower(), port, parts.path.rstrip("/"), userinfo)
+        base = parts.path.rstrip("/")
+        if base.endswith(OPENAI_PREFIX):
+            base = base[: -len(OPENAI_PREFIX)]
+        return cls(scheme, host.lower(), port, base, userinfo)
 
     @property
     def netloc(self) -> str:

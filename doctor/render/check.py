@@ -6,22 +6,53 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from doctor.humanize import readable
 from doctor.render.findings import findings_markdown, findings_text
+from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
     from doctor.check import CheckRun
     from doctor.probes.base import ProbeResult
 
 
-def _summary(run: CheckRun) -> str:
+def _identity(run: CheckRun) -> list[str]:
+    """Target, engine and version, model: what was examined, in the words a ticket title uses."""
     facts = run.facts
-    engine = facts.get("launch.engine") or facts.get("server.engine")
+    engine = facts.get("launch.engine") or facts.get("server.engine") or facts.get("engine.name")
     version = facts.get("server.version") or facts.get("launch.version")
     model = facts.get("server.model") or facts.get("launch.model") or facts.get("model.name")
-    what = ", ".join(x for x in (f"{engine} {version or ''}".strip() if engine else "", f"model {model}"
-                                 if model else "") if x)
     where = run.target.display() if run.target else "offline inputs"
+    return [where, f"{engine} {version or '(version unknown)'}" if engine else "", str(model) if model else ""]
+
+
+def _summary(run: CheckRun) -> str:
+    where, engine, model = _identity(run)
+    what = ", ".join(x for x in (engine, f"model {model}" if model else "") if x)
     return f"llmdoctor check — {where}" + (f" ({what})" if what else "") + f" in {run.elapsed_ms:.0f} ms"
+
+
+def _verdict(run: CheckRun) -> str:
+    findings = run.diagnosis.findings
+    if run.unreachable:
+        return ("NOT EXAMINED — no LLM server answered; the reason is the `llmdoctor:` line on stderr"
+                + (f"; {len(findings)} finding(s) from the offline inputs" if findings else ""))
+    if not findings:
+        return "no findings"
+    counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
+    return f"{findings[0].severity.upper()} — " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+
+
+def _probe_summary(run: CheckRun) -> str:
+    """Every probe on one line; a failure's reason shown once, here (the unreachable reason goes to stderr)."""
+    parts = []
+    for probe in run.probes:
+        if probe.ok:
+            parts.append(f"{probe.name} ok {probe.elapsed_ms:.0f} ms")
+        elif run.unreachable:
+            parts.append(f"{probe.name} failed")
+        else:
+            parts.append(f"{probe.name} failed ({probe.error})")
+    return " · ".join(parts)
 
 
 def _probe_lines(run: CheckRun) -> list[str]:
@@ -60,24 +91,41 @@ def _active_budget(run: CheckRun) -> str | None:
 
 
 def check_text(run: CheckRun, *, verbose: bool = False) -> str:
-    out = [click.style(_summary(run), bold=True)]
-    if run.probes:
+    """One screen: headline (target, engine, model, verdict), probes on one line, the findings; -v: everything."""
+    cols = width()
+    head = " · ".join(x for x in (*_identity(run), f"{run.elapsed_ms:.0f} ms") if x)
+    out = wrap("llmdoctor check · " + head, cols, "", "  ")
+    out[0] = out[0].replace("llmdoctor check", click.style("llmdoctor check", bold=True), 1)
+    out += labelled("verdict", _verdict(run), cols, indent=0)
+    if run.probes and not verbose:
+        out += labelled("probes", _probe_summary(run), cols, indent=0)
+    elif run.probes:
         out.append("probes")
         out.extend(_probe_lines(run))
+    if run.probes:
         budget = _active_budget(run)
         if budget:
-            out.append(budget)
+            out += labelled("active", budget.removeprefix("active probes: "), cols, indent=0)
+    out += [line for n in run.gathered.notes for line in labelled("note", n, cols, indent=0)]
+    findings, unchecked = run.diagnosis.findings, run.diagnosis.unchecked
     if run.unreachable:
-        out.append(click.style(f"target unreachable: {run.unreachable}", fg="red"))
+        # The reason is printed once, on stderr; with nothing examined, every cause is "unchecked" and saying
+        # so (or suggesting --active) would only repeat it.
+        unchecked = []
+        if not findings:
+            return "\n".join(out)
     out.append("")
-    out.append(findings_text(run.diagnosis.findings, run.diagnosis.unchecked, verbose=verbose))
+    out.append(findings_text(findings, unchecked, verbose=verbose).rstrip())
     if verbose:
+        out.append("")
         out.append(click.style("Facts", bold=True))
         for fact in sorted(run.facts, key=lambda f: f.key):
             mark = " (observed)" if fact.observed else ""
-            out.append(f"  {fact.key} = {_short(fact.value)}  ({fact.source}){mark}")
+            out.append(f"  {fact.key} = {readable(fact.value, 100)}  ({fact.source}){mark}")
         for key, why in sorted(run.facts.errors.items()):
             out.append(f"  {key}: unknown — {why}")
+    elif findings or unchecked:
+        out.append(click.style("-v", bold=True) + ": why, the evidence with its sources, every fix, every fact")
     return "\n".join(out)
 
 
@@ -95,8 +143,3 @@ def check_markdown(run: CheckRun) -> str:
         out += [f"**Target unreachable:** {run.unreachable}", ""]
     out += ["### Findings", "", findings_markdown(run.diagnosis.findings, run.diagnosis.unchecked)]
     return "\n".join(out)
-
-
-def _short(value: object, limit: int = 100) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

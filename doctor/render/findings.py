@@ -1,61 +1,105 @@
 """Findings for people: the terminal block and the Markdown block every command shares.
 
-Order is the reader's: most severe first, then most certain; each finding says what, why, the evidence
-(fact = value (source) test), the fix and the playbook/seed reference. "Could not check" lines follow, so an
-on-call engineer sees what is still unknown and which flag would tell.
+Order is the reader's: most severe first, then most certain. The text is for someone in an incident: by
+default one screen — the top cause with its fix first, what happens, the facts it rests on and the reference;
+the other findings one line each; "could not check" as one line naming the input that would decide the most.
+``verbose`` shows every finding in full (why, the evidence chain: fact = value (source) test) and every
+undecided cause with its reason. Markdown (tickets) always has the full detail.
 """
 
 from __future__ import annotations
 
-import shutil
-import textwrap
+import re
 
 import click
 
-from doctor.findings import Finding, Unchecked
+from doctor.findings import Evidence, Finding, Unchecked
+from doctor.humanize import readable
+from doctor.render.text import fit_line, labelled, width, wrap
 
 _COLORS = {"critical": "red", "warning": "yellow", "info": "cyan"}
-
-
-def _width() -> int:
-    return max(60, min(110, shutil.get_terminal_size((100, 24)).columns))
-
-
-def _wrap(label: str, text: str, width: int) -> list[str]:
-    prefix = f"  {label:<9}"
-    lines: list[str] = []
-    for i, paragraph in enumerate(text.splitlines() or [""]):
-        lines.extend(textwrap.wrap(paragraph, width=width, initial_indent=prefix if i == 0 else " " * len(prefix),
-                                   subsequent_indent=" " * len(prefix)) or [prefix.rstrip()])
-    return lines
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+NO_FINDINGS = "No findings: nothing in the facts matches a known cause."
 
 
 def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, verbose: bool = False) -> str:
-    width = _width()
+    """One screen by default (the top cause in full, the others one line each, one "could not check" line);
+    ``verbose``: every finding with its mechanism and evidence chain, and every undecided cause."""
+    cols = width()
     out: list[str] = []
     if not findings:
-        out.append("No findings: nothing in the facts matches a known cause.")
-    for finding in findings:
-        head = click.style(f"{finding.severity.upper():<9}", fg=_COLORS[finding.severity], bold=True)
-        out.append(f"{head}{click.style(finding.id, bold=True)}  {finding.title}  "
-                   f"[{finding.confidence} confidence{', symptom ' + finding.symptom if finding.symptom else ''}]")
-        out.extend(_wrap("what", finding.what, width))
-        if verbose:
-            out.extend(_wrap("why", finding.why, width))
+        out.append(NO_FINDINGS)
+    if verbose:
+        for finding in findings:
+            out += _finding_block(finding, cols, verbose=True)
+            out.append("")
+        if unchecked:
+            out.append(click.style("Could not check", bold=True))
+            for causes, missing, reason, hint in group_unchecked(unchecked):
+                out += wrap(f"{', '.join(causes)}: needs {', '.join(missing)} — {reason}; {hint}", cols, "  - ", "    ")
+        return "\n".join(out).rstrip() + "\n"
+    if findings:
+        out += _finding_block(findings[0], cols, verbose=False)
+    if len(findings) > 1:
+        out.append("")
+        out.append(click.style("Also found", bold=True) + " (-v: the evidence and fix of each)")
+        id_col = max(len(f.id) for f in findings[1:])
+        for finding in findings[1:]:
+            out.append("  " + _severity(finding.severity)
+                       + fit_line(f"{finding.id:<{id_col}}  {finding.title}", cols - 11))
+    if unchecked:
+        out.append("")
+        out += wrap(unchecked_line(unchecked), cols)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _severity(severity: str) -> str:
+    return click.style(f"{severity.upper():<9}", fg=_COLORS[severity], bold=True)
+
+
+def _finding_block(finding: Finding, cols: int, *, verbose: bool) -> list[str]:
+    """The top finding: headline, then the fix first (what to do now), what happens, the evidence, the reference."""
+    symptom = f", symptom {finding.symptom}" if finding.symptom and verbose else ""
+    out = wrap(f"{finding.id}  {finding.title}  [{finding.confidence} confidence{symptom}]", cols, " " * 9)
+    out[0] = _severity(finding.severity) + click.style(finding.id, bold=True) + out[0][9 + len(finding.id):]
+    out += labelled("fix", finding.fix, cols)
+    out += labelled("what", finding.what, cols)
+    if verbose:
+        out += labelled("why", finding.why, cols)
         out.append("  evidence")
         for item in finding.evidence:
-            mark = " (observed)" if item.observed else ""
-            out.extend(textwrap.wrap(item.sentence() + mark, width=width, initial_indent="    • ",
-                                     subsequent_indent="      "))
-        out.extend(_wrap("fix", finding.fix, width))
-        out.extend(_wrap("ref", finding.ref, width))
-        out.append("")
-    if unchecked:
-        out.append(click.style("Could not check", bold=True))
-        for causes, missing, reason, hint in group_unchecked(unchecked):
-            line = f"{', '.join(causes)}: needs {', '.join(missing)} — {reason}; {hint}"
-            out.extend(textwrap.wrap(line, width=width, initial_indent="  - ", subsequent_indent="    "))
-    return "\n".join(out).rstrip() + "\n"
+            out += wrap(item.sentence() + (" (observed)" if item.observed else ""), cols, "    • ", "      ")
+    else:
+        facts = ", ".join(f"{e.fact} = {readable(e.value, 60)}" for e in _distinct(finding))
+        seen = " (observed)" if any(e.observed for e in finding.evidence) else ""
+        out += labelled("evidence", f"{facts}{seen}", cols)
+    out += labelled("ref", finding.ref, cols)
+    return out
+
+
+def _distinct(finding: Finding) -> list[Evidence]:
+    """Each fact once (a chain may test one fact twice: "is known", then "< 0.78")."""
+    seen: dict[str, Evidence] = {}
+    for item in finding.evidence:
+        seen.setdefault(item.fact, item)
+    return list(seen.values())
+
+
+def unchecked_line(unchecked: list[Unchecked]) -> str:
+    """"Could not check" as one line: how many causes, and the single input that would decide the most of them."""
+    causes = list(dict.fromkeys(u.cause for u in unchecked))
+    # Hints are grouped by the flag they name ("pass --config PATH|REPO …" and "pass --config of the served
+    # checkpoint …" are one input); the first wording seen is shown.
+    decides: dict[str, tuple[str, set[str]]] = {}
+    for item in unchecked:
+        for hint in item.hint.split("; "):
+            flag = _FLAG.search(hint)
+            decides.setdefault(flag.group(0) if flag else hint, (hint, set()))[1].add(item.cause)
+    best, covered = max(decides.values(), key=lambda entry: len(entry[1]))
+    if len(causes) == 1:
+        return f"Could not check {causes[0]}: {best} (-v: why)"
+    share = "all" if len(covered) == len(causes) else f"{len(covered)}"
+    return f"Could not check {len(causes)} causes; most useful next input: {best} (decides {share}; -v lists them)"
 
 
 def group_unchecked(unchecked: list[Unchecked]) -> list[tuple[list[str], list[str], str, str]]:
@@ -72,7 +116,7 @@ def group_unchecked(unchecked: list[Unchecked]) -> list[tuple[list[str], list[st
 def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = ()) -> str:
     out: list[str] = []
     if not findings:
-        out.append("No findings: nothing in the facts matches a known cause.\n")
+        out.append(NO_FINDINGS + "\n")
     for finding in findings:
         out.append(f"### {finding.severity.upper()} · `{finding.id}` — {finding.title}")
         out.append("")
@@ -86,7 +130,7 @@ def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = ()) 
         out.append("")
         for item in finding.evidence:
             observed = " *(observed)*" if item.observed else ""
-            out.append(f"- `{item.fact}` = `{item.value}` ({item.source}) {item.test}{observed}")
+            out.append(f"- `{item.fact}` = `{readable(item.value)}` ({item.source}) {item.test}{observed}")
         out.append("")
         fix_lines = finding.fix.splitlines()
         out.append("**Fix:** " + (fix_lines[0] if len(fix_lines) == 1 else ""))

@@ -4,14 +4,14 @@ playbook findings, and (when it does not run) what would."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING
 
 import click
 
 from doctor.model.units import format_bytes, format_tokens
 from doctor.redact import redact_text
-from doctor.render.findings import _width, findings_markdown, findings_text
+from doctor.render.findings import findings_markdown, findings_text
+from doctor.render.text import fit_line, width, wrap
 
 if TYPE_CHECKING:
     from doctor.plan.planner import EnginePlan, Plan
@@ -26,16 +26,23 @@ def _headline(plan: Plan) -> list[str]:
     users = f"{demand.users} concurrent requests" if demand.users else "concurrency not given (--users or --rps)"
     lines = [
         f"plan: {redact_text(plan.model_path)} on {plan.gpu.count}× {plan.gpu.gpu.name}"
-        + (f" (sm_{plan.gpu.gpu.sm})" if plan.gpu.gpu.sm else f" ({plan.gpu.gpu.gfx})"),
+        + (f" (sm_{plan.gpu.gpu.sm})" if plan.gpu.gpu.sm else f" ({plan.gpu.gpu.gfx or 'not in the GPU catalog'})"),
         f"model    {card.attention.upper()}" + (f" ({card.full_attention.upper()} full attention)"
                                                  if card.attention == "hybrid" else "")
         + f" · {moe}" + (" · multimodal" if card.multimodal else "")
         + (f" · family {plan.family.id}" if plan.family else ""),
         f"weights  {format_bytes(plan.weights.total_bytes)} at {plan.weights.detail}"
         + (" (quantized while loading)" if plan.weights.online else "")
-        + (" (another checkpoint)" if plan.weights.other_checkpoint else ""),
+        + (" (another checkpoint)" if plan.weights.other_checkpoint else "")
+        + (f"; assumed: {plan.weights.assumed}" if plan.weights.assumed else "")
+        + (" (exact: safetensors headers)" if plan.weights.stored else ""),
         f"traffic  {format_tokens(demand.context)} tokens per request · {users} · latency {demand.latency}",
     ]
+    if plan.gpu.assumed:
+        lines.append(f"gpu      {plan.gpu.assumed}")
+    if not plan.gpu.known:
+        lines.append(f"gpu      not in the GPU catalog: sized with {plan.gpu.gpu.memory_basis} per GPU; FP8/FP4 "
+                     "support, kernels and interconnect unknown (PCIe assumed)")
     if demand.users_source.startswith("Little"):
         lines.append(f"         {demand.users_source}")
     if demand.context_source != "--context":
@@ -74,23 +81,38 @@ def _floor_k(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
 
 
-def _engine_text(plan: Plan, p: EnginePlan, width: int) -> list[str]:
+def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
+                 said: dict[str, str] | None = None) -> list[str]:
+    """One engine's design: layout, why, the fit and users, the command; -v adds each flag's reason and notes.
+
+    ``said`` (reason → the engine that gave it first): by default a reason another engine already gave is not
+    repeated, only pointed at."""
     from doctor.plan.planner import seed_method
 
     par, cap, fit = p.decision.parallelism, p.capacity, p.capacity.fit
     out = [click.style(p.label, bold=True) + f" · {par.label()}"
            + f" · {_STATUS[p.status][0].lower()}"]
     out.append("  why")
+    repeated = []
     for reason in p.decision.reasons:
-        out.extend(textwrap.wrap(reason, width=width, initial_indent="    - ", subsequent_indent="      "))
+        if said is not None and not verbose and reason in said:
+            repeated.append(said[reason])
+            continue
+        out.extend(wrap(reason, cols, "    - ", "      "))
+        if said is not None:
+            said.setdefault(reason, p.label)
+    if repeated:
+        out.append(f"    - the other {len(repeated)} as for {', '.join(dict.fromkeys(repeated))} above (-v repeats them)")
     out.append("  fit")
-    out.append(f"    weights {format_bytes(fit.weights_per_gpu_bytes or 0)}/GPU of "
-               f"{format_bytes(fit.usable_bytes_per_gpu)} usable (memory fraction {p.fraction}: {p.fraction_source})")
-    out.append(f"    KV budget {format_bytes(fit.kv_budget_per_gpu_bytes or 0)}/GPU · {cap.kv_dtype} KV "
-               f"{format_bytes(cap.kv.bytes_per_token)}/token"
-               + (f" + {format_bytes(cap.kv.state_bytes_per_sequence)} state/request"
-                  if cap.kv.state_bytes_per_sequence else "")
-               + f" → {cap.kv_tokens_per_group:,} tokens per KV pool × {cap.groups * cap.replicas} pools")
+    out.extend(wrap(f"weights {format_bytes(fit.weights_per_gpu_bytes or 0)}/GPU of "
+                    f"{format_bytes(fit.usable_bytes_per_gpu)} usable (memory fraction {p.fraction}: "
+                    f"{p.fraction_source})", cols, "    ", "      "))
+    out.extend(wrap(f"KV budget {format_bytes(fit.kv_budget_per_gpu_bytes or 0)}/GPU · {cap.kv_dtype} KV "
+                    f"{format_bytes(cap.kv.bytes_per_token)}/token"
+                    + (f" + {format_bytes(cap.kv.state_bytes_per_sequence)} state/request"
+                       if cap.kv.state_bytes_per_sequence else "")
+                    + f" → {cap.kv_tokens_per_group:,} tokens per KV pool × {cap.groups * cap.replicas} pools",
+                    cols, "    ", "      "))
     if p.status == "does-not-run" and not p.decision.fits:
         out.append("  command  withheld: " + p.decision.reasons[-1])
         return out
@@ -98,47 +120,59 @@ def _engine_text(plan: Plan, p: EnginePlan, width: int) -> list[str]:
                f"{'set by the plan' if p.kv.set_by_plan and p.decision.kv_dtype != 'auto' else 'the engine default'})")
     out += _users_table(plan, p)
     seed = seed_method(plan, p)
-    if seed:
+    if seed and verbose:
         out.append(f"    seed's method: {seed['users_per_replica']} per replica = {seed['formula']}")
     if p.status == "does-not-run":
         causes = ", ".join(f.id for f in p.check.gating) or "no room for one request beside the weights"
         out.append(f"  command  withheld: does not run ({causes})")
         return out
-    out.append("  set")
-    for flag in p.flags:
-        text = p.flag_text(flag)
-        out.extend(textwrap.wrap(f"{text:<34} {flag.why}", width=width, initial_indent="    ",
-                                 subsequent_indent=" " * 39))
-    out.append("  command")
+    if verbose:
+        out.append("  set")
+        for flag in p.flags:
+            out.extend(wrap(f"{p.flag_text(flag):<34} {flag.why}", cols, "    ", " " * 39))
+    out.append("  command" + ("" if verbose else " (-v: why each flag)"))
     out.extend("    " + line for line in p.command.render().splitlines())
-    for note in p.notes:
-        out.extend(textwrap.wrap(note, width=width, initial_indent="  note: ", subsequent_indent="        "))
+    if verbose:
+        for note in p.notes:
+            out.extend(wrap(note, cols, "  note: ", "        "))
     return out
 
 
 def plan_text(plan: Plan, *, verbose: bool = False) -> str:
-    width = _width()
-    out = _headline(plan)
-    out.append(_verdict_line(plan))
+    """The verdict and each engine's design and command; -v adds each flag's reason, the notes, what is left to
+    the engine and the findings in full (by default they are one line each)."""
+    cols = width()
+    out = [line for head in _headline(plan) for line in wrap(head, cols, "", "         ")]
+    out.extend(wrap(_verdict_line(plan), cols, "", "         "))
+    said: dict[str, str] = {}
     for p in plan.engines.values():
         out.append("")
-        out += _engine_text(plan, p, width)
+        out += _engine_text(plan, p, cols, verbose=verbose, said=said)
     delegated = {d.flag + d.why: d for p in plan.engines.values() for d in p.delegated}
-    if delegated:
+    if delegated and verbose:
         out.append("")
         out.append(click.style("Left to the engine", bold=True))
         for d in delegated.values():
-            out.extend(textwrap.wrap(f"{d.flag} — {d.why} ({d.ref})", width=width, initial_indent="  ",
-                                     subsequent_indent="    "))
+            out.extend(wrap(f"{d.flag} — {d.why} ({d.ref})", cols, "  ", "    "))
     if plan.instead:
         out.append("")
         out.append(click.style("What would run", bold=True))
         for line in plan.instead:
-            out.extend(textwrap.wrap(line, width=width, initial_indent="  - ", subsequent_indent="    "))
-    out.append("")
-    out.append(click.style("Findings (the playbooks over this plan)", bold=True))
+            out.extend(wrap(line, cols, "  - ", "    "))
     findings = [f for f, _ in plan.findings()]
-    out.append(findings_text(findings, verbose=verbose))
+    out.append("")
+    if verbose:
+        out.append(click.style("Findings (the playbooks over this plan)", bold=True))
+        out.append(findings_text(findings, verbose=True).rstrip())
+    elif findings:
+        out.append(click.style("Findings", bold=True) + " (the playbooks over this plan; -v: each in full)")
+        id_col = max(len(f.id) for f in findings)
+        out += [fit_line(f"  {f.severity.upper():<9}{f.id:<{id_col}}  {f.title}", cols) for f in findings]
+    else:
+        out.append("Findings: none (the playbooks over this plan)")
+    if not verbose:
+        out.append(click.style("-v", bold=True) + ": why each flag is set, notes, what is left to the engine, "
+                   "the findings in full")
     return "\n".join(out)
 
 

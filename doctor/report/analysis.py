@@ -60,7 +60,8 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
         facts = merge(live[instance].facts if instance in live else None,
                       instance_facts(collected, instance, catalog))
         derive_all(facts)
-        diagnosis = diagnose(pbset, facts, unreachable=("active",))  # a report sends no requests of its own
+        # a report sends no requests of its own and reads no server logs
+        diagnosis = diagnose(pbset, facts, unreachable=("active", "log"))
         results.append(InstanceResult(instance, facts, diagnosis, live.get(instance),
                                       _charts_of(collected, instance, gap=2.5 * window.chart_step)))
     return results

@@ -200,8 +200,9 @@ def _link(instance: str) -> str:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from doctor.humanize import readable
+
+    return readable(value, limit)  # mla, not 'mla'; "a, b", not ['a', 'b']
 
 
 def _e(text: Any) -> str:

@@ -165,6 +165,8 @@ class Translator:
         if key in self.labels:
             return self._label_test(self.labels[key], op, text)
         entry = self.catalog.entries.get(key)
+        if op == "missing" and entry is None:  # a fact Prometheus never holds is always missing there
+            return Translation(self.record(UNIVERSE), text, frozenset({UNIVERSE}))
         if entry is None or not entry.is_fact or entry.kind == "list":
             return Translation(None, "", missing=(key,))
         name = self.record(key)

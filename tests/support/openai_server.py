@@ -11,6 +11,9 @@ The server behaves like an engine where the probes need it to:
 
 * a prefix cache: a prompt it has seen before is "warm";
 * batching: a request that overlaps another one in time (each is held ``hold`` seconds) ran "under concurrency";
+  with ``determinism = "concurrency"``, the greedy request the determinism probe sends together with its fillers
+  (doctor/probes/active.yaml ``determinism.concurrent``) waits for them, so it is batched with them however
+  loaded the machine is (a 50 ms overlap window alone lost the race under the full test suite);
 * greedy determinism: ``determinism = "warmup"`` flips the token at ``diverge_at`` of warm runs to the runner-up
   (a near-tie, as restored hybrid state does); ``"concurrency"`` flips it only for overlapping requests.
 """
@@ -20,9 +23,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctor.probes.active import spec as active_spec
 from support.httpserver import JSON, LocalServer, Request, Response
 
 # --- model output strings (scenarios) -------------------------------------------------------------------------
@@ -88,6 +93,9 @@ class OpenAIServer(LocalServer):
         self._seen: set[str] = set()
         self._live: list[dict[str, int]] = []
         self._state = threading.Lock()
+        self._arrived = threading.Condition(self._state)
+        self._fillers = self._fillers_used = 0
+        self._greedy_runs: dict[str, int] = {}
 
     # -- routes --------------------------------------------------------------------------------------------
     def _models(self) -> dict[str, Any]:
@@ -105,12 +113,41 @@ class OpenAIServer(LocalServer):
             self._live.append(mine)
             for entry in self._live:
                 entry["peak"] = max(entry["peak"], len(self._live))
+            batched = self._batched_with_fillers(body)
         try:
             time.sleep(self.b.hold)
-            return self._answer(body, concurrent=mine["peak"] > 1)
+            together = batched()
+            return self._answer(body, concurrent=together or mine["peak"] > 1)
         finally:
             with self._state:
                 self._live.remove(mine)
+
+    def _batched_with_fillers(self, body: dict[str, Any]) -> Callable[[], bool]:
+        """(Called under ``_state``.) For the determinism probe's concurrent run: a wait until its fillers arrived.
+
+        The fillers are the probe's own filler prompts; the greedy request sent with them is the one after the
+        probe's ``repeats`` sequential runs of the same prompt. Anything else is not waited for."""
+        det = active_spec()["determinism"]
+        contents = [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]
+        if any(c in det["concurrent"]["messages"] for c in contents):
+            self._fillers += 1
+            self._arrived.notify_all()
+            return lambda: False
+        if self.b.determinism != "concurrency" or not body.get("logprobs"):
+            return lambda: False
+        key = json.dumps(body.get("messages"), sort_keys=True)
+        self._greedy_runs[key] = self._greedy_runs.get(key, 0) + 1
+        if self._greedy_runs[key] <= det["repeats"]:
+            return lambda: False
+        before = self._fillers_used
+
+        def wait() -> bool:
+            with self._arrived:
+                self._arrived.wait_for(lambda: self._fillers > before, timeout=10)
+                self._fillers_used = self._fillers
+                return self._fillers > before
+
+        return wait
 
     def _answer(self, body: dict[str, Any], *, concurrent: bool) -> Response:
         if body.get("model") not in self.b.models:

@@ -1,0 +1,50 @@
+"""The log as an input of `check` and `snapshot`: a file (or ``-``) read within the cap, or the excerpt a
+snapshot recorded, both turned into facts with the causes' log signatures (playbooks/causes.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doctor.errors import InputError
+from doctor.logs.parse import GUARD, LogReading, log_facts
+from doctor.logs.read import LogText, read_log
+
+#: A recorded excerpt holds the lines that gave facts; past this many it was not written by llmdoctor.
+MAX_EXCERPT_LINES = 20_000
+
+
+def signatures() -> dict[str, list[dict[str, Any]]]:
+    """cause id → its log signatures, from the built-in causes catalog."""
+    from doctor.playbook.loader import load_playbooks
+
+    return {c.id: list(c.log_signatures) for c in load_playbooks().causes.values() if c.log_signatures}
+
+
+def read_log_input(spec: str) -> LogReading:
+    """``--log FILE|-``: the facts, and the redacted excerpt a snapshot records."""
+    return log_facts(read_log(spec), signatures())
+
+
+def replay_excerpt(excerpt: dict[str, Any]) -> LogReading:
+    """The facts of a recorded excerpt: the same parse over the same (already redacted) lines."""
+    return log_facts(excerpt_text(excerpt), signatures())
+
+
+def excerpt_text(excerpt: Any, where: str = "extra.inputs.log") -> LogText:
+    """A recorded excerpt checked and read back; one InputError naming the key when it is not one."""
+    if not isinstance(excerpt, dict):
+        raise InputError(f"{where}: expected an object")
+    lines = excerpt.get("lines")
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise InputError(f"{where}.lines: expected a list of strings")
+    if len(lines) > MAX_EXCERPT_LINES:
+        raise InputError(f"{where}.lines: {len(lines)} lines, more than an llmdoctor excerpt holds "
+                         f"({MAX_EXCERPT_LINES})")
+    for key in ("total_bytes", "skipped_bytes"):
+        value = excerpt.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InputError(f"{where}.{key}: expected a number of bytes")
+    label = excerpt.get("label")
+    return LogText(label if isinstance(label, str) else "--log (recorded)",
+                   tuple(line.replace(GUARD, "") for line in lines),
+                   excerpt.get("total_bytes", 0), excerpt.get("skipped_bytes", 0))

@@ -1,0 +1,237 @@
+"""The engine-release half of the memory model: how a release lays out MLA KV, and what it holds besides
+weights and KV (activation peak of the profile run, the sampler pass, non-torch allocations).
+
+KV bytes per token come from doctor/model/kvcache.py (the newest layouts); this module answers the two things
+that changed across releases and that a pasted incident from last spring depends on:
+
+* MLA: vLLM cached every head (padded to 256, later at qk_head_dim) until 0.7.1 cached the latent — on DeepSeek
+  V2-Lite 442,368 bytes per token instead of 31,104 (14×); 0.7.1 also forced prefix caching off for MLA;
+* non-KV memory: the engine sizes its KV pool with what is left of ``total × utilization`` after the weights,
+  the profile run's peak (activations at ``max_num_batched_tokens``; V1 adds a sampler pass over
+  ``max_num_seqs`` rows of the vocabulary, fully sorted) and non-torch allocations.
+
+Rules and their wheel file:line are data (doctor/model/engine_memory.yaml); the estimate is checked against
+public logs in tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from doctor.model.card import ModelCard
+
+DATA_PATH = Path(__file__).with_name("engine_memory.yaml")
+GIB = 2**30
+#: Activations are 16-bit; per token the profile holds the residual stream and its norm (2 × hidden), the attention
+#: in/out (2 × hidden) and the gated MLP's up/gate output and product (3 × width / TP).
+_ACT_BYTES = 2
+#: Bytes per (row × vocab) element of V1's sampler pass: bf16 logits, their fp32 copy, softmax probs, the sort's
+#: fp32 values and int64 indices, the top-p cumulative sum (2 + 4 + 4 + 4 + 8 + 4).
+SAMPLER_BYTES_PER_ELEMENT = 26
+#: CUDA context, cuBLAS workspace, NCCL and allocator slack outside torch's count: vLLM logged non_torch_memory
+#: 0.35 GiB on one RTX 3090 (vllm issue 10517) and 0.34-0.43 GiB per rank at TP4 (vllm issue 16570).
+NON_TORCH_BYTES = int(0.4 * GIB)
+
+
+@dataclass(frozen=True)
+class Rule:
+    since: str
+    values: dict[str, Any]
+    evidence: str
+
+
+@lru_cache(maxsize=1)
+def _rules() -> dict[str, dict[str, tuple[Rule, ...]]]:
+    from doctor.versions import require_key
+    from doctor.yamlsafe import load_packaged
+
+    out: dict[str, dict[str, tuple[Rule, ...]]] = {}
+    for topic, engines in load_packaged(DATA_PATH).items():
+        out[topic] = {}
+        for engine, rules in engines.items():
+            parsed = [Rule(str(r["since"]), {k: v for k, v in r.items() if k not in ("since", "evidence")},
+                           " ".join(str(r["evidence"]).split())) for r in rules]
+            out[topic][engine] = tuple(sorted(parsed, key=lambda r: require_key(r.since)))
+    return out
+
+
+def rule(topic: str, engine: str, version: str | None) -> Rule | None:
+    """The rule of ``topic`` for this engine release (the newest rule when the version is unknown)."""
+    from doctor.versions import release
+
+    rules = _rules().get(topic, {}).get(engine)
+    if not rules:
+        return None
+    key = release(version) if version else None
+    if key is None:
+        return rules[-1]
+    applicable = [r for r in rules if release(r.since) <= key]
+    return applicable[-1] if applicable else None
+
+
+@dataclass(frozen=True)
+class MlaLayout:
+    """How a release caches an MLA model: ``per_head`` (every head, K and V) or ``latent``."""
+
+    layout: str
+    bytes_per_token: int | None  # whole model, one copy (per_head: split by heads across TP)
+    source: str
+
+
+def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str | None,
+               kv_dtype_bytes: int = 2) -> MlaLayout | None:
+    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine)."""
+    if card.kv_lora_rank is None or engine not in ("vllm", "sglang"):
+        return None
+    found = rule("mla_kv", engine, version)
+    if found is None:
+        return None
+    where = f"{engine} {version or 'newest'}: {found.evidence}"
+    if found.values["layout"] == "latent":
+        return MlaLayout("latent", None, where)
+    size = found.values["head_size"]
+    if size == "qk_head_dim":
+        text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+        size = int(text.get("qk_nope_head_dim") or 0) + int(card.qk_rope_head_dim or 0)
+    kv_layers = sum(g.layers for g in card.kv_groups)
+    per_token = 2 * card.attention_heads * int(size) * kv_dtype_bytes * kv_layers
+    return MlaLayout("per_head", per_token, where)
+
+
+def prefix_caching_forced_off(card: ModelCard, engine: str, version: str | None) -> Rule | None:
+    """The rule that turns prefix caching off for this MLA model on this release, else None."""
+    if card.kv_lora_rank is None:
+        return None
+    found = rule("mla_prefix_caching_forced_off", engine, version)
+    return found if found is not None and found.values.get("forced") else None
+
+
+@dataclass(frozen=True)
+class NonKV:
+    """Per-GPU memory the engine holds besides weights and KV, part by part (bytes)."""
+
+    activation: int
+    sampler: int
+    non_torch: int
+    batched_tokens: int
+    sampler_rows: int
+    source: str
+
+    @property
+    def total(self) -> int:
+        return self.activation + self.sampler + self.non_torch
+
+
+def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
+    """The first serve-defaults tier this GPU matches (by name and memory, as the engine's arg_utils picks)."""
+    name = (gpu_name or "").upper()
+    for tier in tiers:
+        if tier.get("names") and not any(n in name for n in tier["names"]):
+            continue
+        if any(n in name for n in tier.get("not_names") or ()):
+            continue
+        if tier.get("min_gib") and (memory is None or memory < tier["min_gib"] * GIB):
+            continue
+        return tier
+    return {}
+
+
+def mlp_width_per_token(card: ModelCard) -> float:
+    """The gated-MLP width one token passes through per layer (routed experts × active + shared + dense)."""
+    parts = card.param_parts
+    layers = max(1, card.layers.total)
+    active = parts.get("dense_mlp", 0) + parts.get("shared_experts", 0)
+    if card.moe is not None and card.moe.experts:
+        active += parts.get("experts", 0) * card.moe.active / card.moe.experts
+    return active / layers / (3 * max(1, card.hidden_size))
+
+
+def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1,
+                 max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
+                 max_model_len: int | None = None, gpu_name: str | None = None,
+                 gpu_memory_bytes: int | None = None) -> NonKV | None:
+    """Estimate what the profile run holds per GPU (vLLM; None for SGLang, which reserves by mem-fraction)."""
+    if engine != "vllm":
+        return None
+    found = rule("profile", engine, version)
+    if found is None:
+        return None
+    values = found.values
+    tp = max(1, tp)
+    tier = _default_tier(values.get("defaults") or [], gpu_name, gpu_memory_bytes)
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = (max(max_model_len or 2048, 2048) if values["engine"] == "v0"
+                                  else int(tier.get("max_num_batched_tokens", 2048)))
+    if max_num_seqs is None:
+        max_num_seqs = int(tier.get("max_num_seqs", 256))
+    width = mlp_width_per_token(card)
+    per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
+    activation = int(max_num_batched_tokens * per_token)
+    rows = 0
+    sampler = 0
+    if values.get("sampler") and card.vocab_size:
+        rows = min(max_num_seqs, max_num_batched_tokens)
+        sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
+    non_torch = NON_TORCH_BYTES
+    return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
+                 f"estimate: activations at {max_num_batched_tokens} batched tokens"
+                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
+                 + " + non-torch"
+                 + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
+                    "allowed the KV is lower still" if card.multimodal else "")
+                 + ("; CUDA graph memory is also taken off by this release and not modelled"
+                    if values.get("cudagraph_estimate") else "")
+                 + f" ({engine} {version or 'newest'}: {found.evidence})")
+
+
+def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
+                     kv_dtype: str) -> Any:
+    """model.kv_layout (and, for an MLA model on a release that cached every head, the per-head
+    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts."""
+    from doctor.facts import Facts
+
+    facts = Facts()
+    if engine is None or card.kv_lora_rank is None:
+        return facts
+    dtype_bytes = {"fp8": 1, "fp32": 4}.get(kv_dtype, 2)
+    layout = mla_layout(card, raw, engine, version, dtype_bytes)
+    if layout is None:
+        return facts
+    facts.set("model.kv_layout", layout.layout, layout.source)
+    if layout.bytes_per_token is not None:
+        source = f"derived: 2 × {card.attention_heads} heads × head size × {dtype_bytes} B × layers ({layout.source})"
+        facts.set("model.kv_bytes_per_token", layout.bytes_per_token, source)
+        facts.set("model.kv_bytes_per_token_growing", layout.bytes_per_token, source)
+    forced = prefix_caching_forced_off(card, engine, version)
+    if forced is not None:
+        facts.set("engine.mla_prefix_caching_forced_off", True, f"{engine} {version}: {forced.evidence}")
+    return facts
+
+
+def non_kv_facts(card: ModelCard, facts: Any) -> Any:
+    """engine.non_kv_bytes_per_gpu from the launch (engine, version, TP, batching flags) and the GPU."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = facts.get("launch.engine")
+    if engine is None:
+        return out
+
+    def number(key: str) -> int | None:
+        value = facts.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    estimate = non_kv_bytes(card, engine, facts.get("launch.version"), tp=number("launch.tp") or 1,
+                            max_num_batched_tokens=number("launch.flags.max_num_batched_tokens"),
+                            max_num_seqs=number("launch.flags.max_num_seqs"),
+                            max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
+                            gpu_memory_bytes=number("gpu.memory_bytes"))
+    if estimate is None:
+        out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine "
+                                                 "(SGLang reserves it through --mem-fraction-static)")
+        return out
+    out.set("engine.non_kv_bytes_per_gpu", estimate.total, estimate.source)
+    return out

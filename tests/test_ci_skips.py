@@ -1,0 +1,34 @@
+"""CI must not pass by skipping: a test whose real input is missing skips on a developer's clone (with the
+reason) but fails under CI=true. Real pytest runs in a subprocess, with the inputs pointed at a missing folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+CASES = {
+    "real fixtures": ("tests/test_cause_render.py::test_vllm_2_says_the_unknown_kv_size_in_words",
+                      {"LLMDOCTOR_SHARED_DIR": "/nonexistent/shared"}),
+    "a shared config": ("tests/test_model_fixtures.py", {"LLMDOCTOR_SHARED_DIR": "/nonexistent/shared"}),
+    "an engine wheel": ("tests/test_active_sources.py::test_refusal_text_is_vllms",
+                        {"LLMDOCTOR_WHEEL_DIR": "/nonexistent/wheels"}),
+}
+
+
+def _pytest(test: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != "CI"} | env
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-rs", test],
+                          capture_output=True, text=True, env=full, cwd=ROOT, timeout=300)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_missing_input_skips_locally_and_fails_under_ci(case: str) -> None:
+    test, env = CASES[case]
+    local = _pytest(test, env)
+    assert local.returncode == 0 and "skipped" in local.stdout and "failed" not in local.stdout, local.stdout[-800:]
+    ci = _pytest(test, {**env, "CI": "true"})
+    assert ci.returncode == 1 and "CI must run this test, not skip it" in ci.stdout, ci.stdout[-800:]
