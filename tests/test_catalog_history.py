@@ -249,7 +249,7 @@ def test_a_default_that_changed_is_hedged_when_the_version_is_unknown() -> None:
     unknown = launch_facts(parse_command("vllm serve m"))
     mem = unknown.fact("launch.mem_fraction")
     assert mem.value == 0.92 and "older releases differ (0.6.0–0.19.1: 0.9)" in mem.source
-    assert "0.6.0–0.6.4.post1: False" in unknown.fact("launch.prefix_caching").source
+    assert "0.6.0–0.6.4.post1: false" in unknown.fact("launch.prefix_caching").source
     old = launch_facts(parse_command("vllm serve m", engine_version="0.19.1")).fact("launch.mem_fraction")
     assert old.value == 0.9 and old.source == "default of vllm 0.19.1"
     known = launch_facts(parse_command("vllm serve m", engine_version="0.33.0")).fact("launch.mem_fraction")

@@ -90,9 +90,8 @@ def _choose(engine: str, requested: str | None) -> tuple[str, str, str]:
     newest, oldest = versions[-1], versions[0]
     span = f"{oldest}–{newest}"
     if requested is None:
-        return newest, (f"{engine} version unknown: flags read with the newest release ({newest}); flags that only "
-                        f"older releases had are reported with the release that dropped them, and version-dependent "
-                        f"findings say which releases they hold for"), "unknown"
+        return newest, (f"{engine} version unknown: flags read with the newest release ({newest}); "
+                        f"version-dependent findings say which releases they hold for"), "unknown"
     try:
         want = version_key(requested)
     except ValueError:
@@ -519,7 +518,7 @@ def default_hedge(catalog: Catalog, key: str) -> str:
     changes = default_changes(catalog.engine).get(key)
     if not changes:
         return ""
-    older = [f"{since}–{until}: {default!r}" for since, until, default in changes[:-1]]
+    older = [f"{since}–{until}: {json.dumps(default)}" for since, until, default in changes[:-1]]
     return f"; version unknown, and older releases differ ({', '.join(older)})"
 
 
