@@ -184,6 +184,7 @@ def test_renamed_flag_names_its_replacement() -> None:
     ("latest", None, "not a version number"),
     ("0.33.0+cpu", "0.33.0", None),                                # a local build of a release read
     ("0.8.5.post2", "0.8.5.post1", "nearest of the same release series"),  # no such post-release on PyPI
+    ("0.11.1rc2.dev5+g2671fedfc", "0.11.1", "pre-release of 0.11.1"),  # a dev build, as /version reports it
 ])
 def test_version_rule_says_what_it_did(requested, chosen, words) -> None:
     got, note = choose_version("vllm", requested)

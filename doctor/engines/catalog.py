@@ -99,6 +99,10 @@ def _choose(engine: str, requested: str | None) -> tuple[str, str, str]:
                         f"with the newest release ({newest})"), "unknown"
     if requested in versions:
         return requested, "", "exact"
+    series = [v for v in versions if release(v) == release(requested)]
+    if series and version_key(series[0]) > want:  # a pre-release or dev build (0.11.1rc2.dev5+g…) of a release read
+        return series[0], (f"{engine} {requested} is a pre-release of {series[0]}: flags read with {series[0]}; a "
+                           f"flag added late in that cycle may be missing from it"), "series"
     below = [v for v in versions if version_key(v) <= want]
     if not below:
         return oldest, (f"{engine} {requested} is older than every release read ({span}): flags checked against "
