@@ -97,7 +97,9 @@ def unreachable_reason(results: list[ProbeResult]) -> str | None:
     """Why nothing could be examined: every probe that would prove an LLM server failed (None otherwise)."""
     answers = [p for p in results if p.name in SERVER_PROBES]
     if answers and not any(p.ok for p in answers):
-        return next((p.error for p in answers if p.error), "no answer")
+        # A process launched with this port that does not listen yet is a server still loading, not a dead one.
+        starting = next((p.error for p in results if p.name == "process" and (p.raw or {}).get("starting")), None)
+        return starting or next((p.error for p in answers if p.error), "no answer")
     return None
 
 
@@ -116,13 +118,15 @@ def run_check(opts: CheckOptions) -> CheckRun:
     live = Facts()
     for result in results:
         live.update(result.facts)
-    offline = _with_snapshot_inputs(opts.offline, extra)
+    offline = _with_snapshot_inputs(opts.offline, extra) if opts.snapshot else opts.offline
     gathered = gather(offline, live=live if results else None)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     # Without a log, the branches only a log can decide are not "could not check" lines on every run.
-    unreachable = (() if active_ran else ("active",)) + \
+    unreachable: tuple[str, ...] = (() if active_ran else ("active",)) + \
         (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
+    if gathered.facts.get("launch.device") == "cpu":  # nothing to ask about GPUs a CPU server does not use
+        unreachable += ("gpu", "fit", "capacity")
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -176,7 +180,7 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
     """A snapshot carries the offline inputs it was taken with; the command line overrides them."""
     recorded = extra.get("inputs") or {}
     if not recorded:
-        return offline
+        return replace(offline, replay=True)
     from doctor.sources import Workload
 
     workload = offline.workload
@@ -189,6 +193,8 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         engine_version=offline.engine_version or recorded.get("engine_version"),
         config_json=offline.config_json if offline.config else recorded.get("config_json"),
         config=offline.config or recorded.get("config_name"),
+        generation_config_json=None if offline.config else recorded.get("generation_config_json"),
+        replay=True,
         gpu=offline.gpu or recorded.get("gpu"),
         gpu_mem=offline.gpu_mem or recorded.get("gpu_mem"),
         workload=workload,
@@ -211,11 +217,40 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     inputs: dict[str, Any] = {"command": offline.command, "engine_version": offline.engine_version,
                               "gpu": offline.gpu, "gpu_mem": offline.gpu_mem, "workload": vars(offline.workload)}
     if offline.config:
-        loaded = resolve_model(offline.config, offline=offline.offline).config
+        resolved = resolve_model(offline.config, offline=offline.offline)
+        loaded = resolved.config
         model_facts_for(str(loaded.path or offline.config), kv_cache_dtype=None, engine=None, raw=loaded.raw)
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
+        if resolved.generation is not None:
+            inputs["generation_config_json"] = resolved.generation
     if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
         from doctor.logs.source import read_log_input
 
         inputs["log"] = read_log_input(offline.log).excerpt
+    return inputs
+
+
+def served_model_inputs(results: list[ProbeResult], offline: OfflineInputs) -> dict[str, Any]:
+    """The served model's config.json and generation_config.json, as this run finds them from the launch
+    command's model, for a snapshot: a replay elsewhere (or after the model moved, or where another model now
+    sits at that path) must see the files this run saw. Empty when the user named --config (recorded already)
+    or the served model's config cannot be found."""
+    if offline.config:
+        return {}
+    from doctor.model.resolve import resolve_model
+    from doctor.sources import _config_from_launch, gather
+
+    live = Facts()
+    for result in results:
+        live.update(result.facts)
+    spec = _config_from_launch(gather(offline, live=live).facts)
+    if not spec:
+        return {}
+    try:
+        resolved = resolve_model(str(spec), offline=offline.offline)
+    except InputError:
+        return {}
+    inputs: dict[str, Any] = {"config_json": resolved.config.raw, "config_name": str(spec), "config_served": True}
+    if resolved.generation is not None:
+        inputs["generation_config_json"] = resolved.generation
     return inputs

@@ -34,6 +34,9 @@ def derive_all(facts: Facts) -> Facts:
     derive_from_log(facts)
     derive_engine_name(facts)
     derive_gpu_balance(facts)
+    derive_device(facts)
+    derive_allow_long_max_len(facts)
+    derive_no_tool_parser_effect(facts)
     derive_model_label(facts)
     derive_kernel_support(facts)
     derive_fit(facts)
@@ -46,6 +49,58 @@ def derive_all(facts: Facts) -> Facts:
     return facts
 
 
+def derive_device(facts: Facts) -> None:
+    """launch.device = "cpu" for a server that runs on CPU: vLLM's CPU backend (``VLLM_TARGET_DEVICE=cpu``) or
+    SGLang's ``--device cpu``. Such a server has no GPU to examine, and its KV cache is not a fraction of GPU
+    memory (vLLM sizes it by ``VLLM_CPU_KVCACHE_SPACE`` GiB, SGLang by ``--max-total-tokens``), so the GPU
+    memory fraction is not a fact about it."""
+    engine = facts.get("launch.engine")
+    if engine == "vllm":
+        found = facts.fact("launch.env.VLLM_TARGET_DEVICE")
+        if found is None or str(found.value).strip().lower() != "cpu":
+            return
+        source = f"VLLM_TARGET_DEVICE=cpu ({found.source})"
+    elif engine == "sglang":
+        found = facts.fact("launch.flags.device")
+        if found is None or str(found.value).strip().lower() != "cpu":
+            return
+        source = f"--device cpu ({found.source})"
+    else:
+        return
+    facts.set("launch.device", "cpu", source)
+    facts.forget("launch.mem_fraction", f"the server runs on CPU ({source}): no GPU memory fraction applies")
+    if "gpu.name" not in facts:
+        facts.forget("gpu", f"the server runs on CPU ({source}): there is no GPU to examine")
+
+
+def derive_allow_long_max_len(facts: Facts) -> None:
+    """launch.allow_long_max_model_len: vLLM only warns about --max-model-len above the model's length when
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN is "1" or "true" (vllm/envs.py:1123-1126 in 0.32.0, case and spaces ignored)."""
+    if facts.get("launch.engine") != "vllm":
+        return
+    found = facts.fact("launch.env.VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    if found is not None:
+        facts.set("launch.allow_long_max_model_len", str(found.value).strip().lower() in ("1", "true"),
+                  f"VLLM_ALLOW_LONG_MAX_MODEL_LEN={found.value} ({found.source})")
+    elif "process.env" in facts or facts.get("launch.model") is not None:
+        facts.set("launch.allow_long_max_model_len", False,
+                  "VLLM_ALLOW_LONG_MAX_MODEL_LEN not in the launch environment (vLLM's default: off)")
+
+
+#: What clients see when the server has no tool-call parser, per engine (doctor/playbooks tool-parser-missing).
+_NO_TOOL_PARSER = {
+    "vllm": ('a request with tools and tool_choice "auto" (the default when tools are sent, '
+             'vllm/entrypoints/openai/chat_completion/protocol.py:951-954) is refused with HTTP 400 '
+             '("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set", '
+             'vllm/renderers/online_renderer.py:265-270); with tool_choice "none" the markup comes back in `content`'),
+    "sglang": "clients get the markup in `content` and an empty `tool_calls`",
+}
+
+
+def derive_no_tool_parser_effect(facts: Facts) -> None:
+    engine = facts.get("launch.engine")
+    if engine in _NO_TOOL_PARSER:
+        facts.set("engine.no_tool_parser_effect", _NO_TOOL_PARSER[engine], f"{engine} behaviour without a parser")
 #: The engine's own runtime statistics a log prints (vLLM's "Engine 000:" line, SGLang's "Decode batch" line),
 #: as the /metrics facts they equal; a scrape, when there is one, wins.
 _LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usage": "metrics.kv_usage",

@@ -60,6 +60,12 @@ class Facts:
         """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt."""
         self._errors.setdefault(key, message)
 
+    def forget(self, key: str, message: str) -> None:
+        """Make ``key`` unknown again, saying why (a fact that turned out not to apply, e.g. a GPU memory
+        fraction on a server that runs on CPU)."""
+        self._facts.pop(key, None)
+        self._errors[key] = message
+
     def update(self, other: Facts, *, overwrite: bool = True) -> None:
         """Merge ``other`` in; with ``overwrite=False`` existing facts win (gap filling)."""
         for key, fact in other._facts.items():

@@ -23,7 +23,7 @@ SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 FLEET_PROBES = ("server", "metrics")
-_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log"}
+_TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ class TargetSpec:
     engine_version: str | None = None
     #: the server's log file (a relative path is relative to the targets file)
     log: str | None = None
+    #: a Kubernetes manifest (doctor/manifest.py) for the command and GPUs the entry does not give (relative to
+    #: the targets file, as log is)
+    manifest: str | None = None
 
     @property
     def shown(self) -> str:
@@ -111,8 +114,9 @@ def load_targets(path: str) -> list[TargetSpec]:
         if not isinstance(endpoint, str) or not endpoint.strip():
             raise InputError(f"{where}: endpoint: missing")
         values = {k: (str(v) if v is not None else None) for k, v in item.items()}
-        if values.get("log"):
-            values["log"] = str(Path(path).expanduser().parent / Path(values["log"]).expanduser())
+        for key in ("log", "manifest"):
+            if values.get(key):
+                values[key] = str(Path(path).expanduser().parent / Path(values[key]).expanduser())
         specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
                                    "name": str(item.get("name") or redact_text(endpoint.strip()))}))
     return specs
@@ -125,17 +129,25 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
     specs = list(specs)
     load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        results = list(pool.map(lambda s: _one(s, timeout_s, symptoms, playbook_dirs), specs))
+        results = list(pool.map(lambda s: check_target(s, timeout_s, symptoms, playbook_dirs), specs))
     return FleetRun(results)
 
 
-def _one(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> TargetResult:
+def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
+                 ) -> TargetResult:
+    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert)."""
     from doctor.check import CheckOptions, run_check
     from doctor.sources import OfflineInputs
 
-    offline = OfflineInputs(command=spec.command, engine_version=spec.engine_version, config=spec.config,
-                            gpu=spec.gpu, log=spec.log)
     try:
+        command, gpu = spec.command, spec.gpu
+        if spec.manifest:
+            from doctor.manifest import read_manifest
+
+            launch = read_manifest(spec.manifest, "manifest")
+            command, gpu = command or launch.command, gpu or launch.gpu
+        offline = OfflineInputs(command=command, engine_version=spec.engine_version, config=spec.config, gpu=gpu,
+                                log=spec.log)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
                                      probes=FLEET_PROBES))

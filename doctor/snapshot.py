@@ -123,6 +123,7 @@ def _check(file: Path, snap: Any) -> None:
 _INPUT_TYPES: dict[str, tuple[type, ...]] = {"command": (str, list), "engine_version": (str,), "gpu": (str,),
                                              "gpu_mem": (str,),
                                              "config_json": (dict,), "config_name": (str,), "workload": (dict,),
+                                             "generation_config_json": (dict,), "config_served": (bool,),
                                              "log": (dict,)}
 _WORKLOAD_TYPES: dict[str, tuple[type, ...]] = {"context": (int,), "users": (int,), "reproducible": (bool,),
                                                 "text_only": (bool,), "temperature": (int, float)}

@@ -13,6 +13,7 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
@@ -60,6 +61,10 @@ class OfflineInputs:
     log: str | None = None  # path of the engine's server log ('-': standard input)
     #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
     log_excerpt: dict[str, Any] | None = None
+    #: generation_config.json content recorded with ``config_json`` (a replayed snapshot)
+    generation_config_json: dict[str, Any] | None = None
+    #: replaying a snapshot: the served model's files on this machine are not the ones the run saw
+    replay: bool = False
 
 
 @dataclass
@@ -86,12 +91,14 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
                     raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
-                    launch_quantization: str | None = None, engine_version: str | None = None) -> tuple[Any, Facts]:
+                    launch_quantization: str | None = None, engine_version: str | None = None,
+                    generation: dict[str, Any] | None = None) -> tuple[Any, Facts]:
     """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
     ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
     The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
     precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
-    release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py).
+    release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py). ``generation``: a
+    recorded generation_config.json (a replayed snapshot), used instead of the model directory's.
     """
     from doctor.model.resolve import model_card
 
@@ -121,7 +128,16 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
     if resolved.chat_template is not None:
         facts.set("model.chat_template", resolved.chat_template, resolved.chat_template_source)
-    if resolved.origin != "given":
+    from doctor.engines.maxlen import derived_max_len
+
+    limit = derived_max_len(resolved.config.raw)
+    if limit is None:
+        facts.error("model.max_len_derived", "config.json has none of the length keys vLLM reads")
+    else:
+        facts.set("model.max_len_derived", limit[0], f"{limit[1]} (vLLM's derived max_model_len)")
+    if generation is not None:
+        facts.update(generation_defaults(generation, f"{spec} generation_config.json (recorded)"))
+    elif resolved.origin != "given":
         facts.update(generation_defaults(resolved.generation, resolved.generation_source or "generation_config.json"))
     return card, facts
 
@@ -194,7 +210,7 @@ def family_facts(facts: Facts) -> Facts:
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
     """For parsers the command names but its engine version lacks: the first release that registers them."""
-    from doctor.engines.catalog import registered_since
+    from doctor.engines.catalog import registered_runs, registered_since
 
     out = Facts()
     for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
@@ -205,11 +221,113 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
         if name in getattr(command.catalog, attr):
             out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
                                f"{command.catalog.version}")
+            out.set(key.replace("_since", "_registered"), True, f"engine catalogs: {name!r} is registered in "
+                    f"{command.engine} {command.catalog.version}")
             continue
         since = registered_since(command.engine, attr, name, command.catalog.version)
         out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
                 if since else f"engine catalogs: no {command.engine} release registers {name!r}")
+        if since is None:
+            out.set(key.replace("_since", "_registered"),
+                    *_registered(command, attr, name, registered_runs(command.engine, attr, name)))
     return out
+
+
+def _registered(command: LaunchCommand, attr: str, name: str, runs: list[tuple[str, str]]) -> tuple[bool | None, str]:
+    """(registered, source) for a parser name the command's release lacks and no later release adds.
+
+    A release that was read (or one between two) lacks it: False, whatever older releases had. With the version
+    unknown: whether any release read has it. Older or newer than every release read: a name no release read has
+    may be the unread release's own, so unknown (None)."""
+    from doctor.engines.catalog import available
+
+    engine, cat = command.engine, command.catalog
+    what = attr.replace("_", " ")[:-1]
+    releases = available(engine)
+    had = f"; {engine} {runs[0][0]}–{runs[-1][1]} had it" if runs else f"; no {engine} release read " \
+        f"({releases[0]}–{releases[-1]}) has it"
+    if cat.coverage == "unknown":
+        return bool(runs), f"engine catalogs: {name!r} is {'' if runs else 'not '}a {what} of any {engine} release " \
+                           f"read ({releases[0]}–{releases[-1]})"
+    if cat.coverage in ("older", "newer") and not runs:
+        return None, f"engine catalogs: {name!r} is not a {what} of any release read; {cat.note}"
+    return False, f"engine catalogs: {name!r} is not a registered {what} of {engine} {cat.version}{had}"
+
+
+def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
+    """launch.tool_parser_tokens_missing: tokens the tool parser's constructor needs (doctor/engines/
+    parser_tokens.yaml, read from the engine's wheel) that the served tokenizer lacks — vLLM then refuses to
+    start. Read only for the parsers listed, from the model directory's tokenizer files; unknown otherwise."""
+    out = Facts()
+    parser, engine = facts.get("launch.tool_call_parser"), facts.get("launch.engine")
+    if not parser or not config_spec or engine != "vllm":
+        return out
+    from doctor.engines.catalog import version_key
+    from doctor.yamlsafe import load_packaged
+
+    table = load_packaged(Path(__file__).with_name("engines") / "parser_tokens.yaml").get(engine) or {}
+    read = sorted(table, key=version_key)
+    entry = (table.get(read[-1]) or {}).get(parser) if read else None
+    if entry is None:
+        out.set("launch.tool_parser_tokens_missing", [], f"{parser} is not among the parsers that need tokens "
+                                                         "(doctor/engines/parser_tokens.yaml)")
+        return out
+    from doctor.model.config import load_config
+
+    try:
+        loaded = load_config(config_spec)
+    except InputError:
+        return out
+    if loaded.path is None or loaded.path.name != "config.json":
+        return out
+    vocab = _tokenizer_vocab(loaded.path.parent)
+    if vocab is None:
+        out.error("launch.tool_parser_tokens_missing", f"no readable tokenizer.json or tokenizer_config.json in "
+                                                        f"{loaded.path.parent}")
+        return out
+    missing = [t for t in entry["tokens"] if t not in vocab]
+    out.set("launch.tool_parser_tokens_missing", missing,
+            f"{loaded.path.parent.name}/tokenizer files vs tokens {parser} needs ({engine} {read[-1]} "
+            f"{entry['source']})")
+    return out
+
+
+#: tokenizer.json of a large vocabulary is a few MB; past this it is not one.
+_TOKENIZER_BYTES = 64 * 1024 * 1024
+
+
+def _tokenizer_vocab(directory: Path) -> set[str] | None:
+    """Every token string of the tokenizer in ``directory`` (vocabulary and added tokens), or None."""
+    import json
+
+    from doctor.inio import read_text_capped
+
+    tokens: set[str] = set()
+    found = False
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "added_tokens.json"):
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(read_text_capped(path, limit=_TOKENIZER_BYTES, label=str(path)))
+        except (InputError, ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        found = True
+        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        for source in (model.get("vocab"), data if name in ("vocab.json", "added_tokens.json") else None):
+            if isinstance(source, dict):
+                tokens.update(k for k in source if isinstance(k, str))
+            elif isinstance(source, list):  # unigram vocabularies: [[piece, score], ...]
+                tokens.update(p[0] for p in source if isinstance(p, list) and p and isinstance(p[0], str))
+        for item in data.get("added_tokens") or []:
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                tokens.add(item["content"])
+        for item in (data.get("added_tokens_decoder") or {}).values():
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                tokens.add(item["content"])
+    return tokens if found else None
 
 
 def spelling_facts(command: LaunchCommand) -> Facts:
@@ -410,19 +528,27 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     _gpu_inputs(inputs, facts, gathered.notes)
 
     config_spec = inputs.config or _config_from_launch(facts)
-    if config_spec:
+    if config_spec and inputs.replay and not inputs.config:
+        # A snapshot that did not record the served model's config: the files at that path on this machine
+        # may be another model (or absent), so they are not read in its place.
+        facts.error("model", f"the snapshot does not carry the served model's config.json ({config_spec} is not "
+                             "read here: it may not be the model the run saw); pass --config")
+    elif config_spec:
         try:
             gathered.card, model = model_facts_for(
                 config_spec, kv_cache_dtype=facts.get("launch.kv_cache_dtype"), engine=facts.get("launch.engine"),
                 gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
                 served=facts.get("launch.model") or facts.get("server.model_path"),
                 launch_quantization=facts.get("launch.quantization"),
-                engine_version=_orderable_version(facts.get("launch.version")))
+                engine_version=_orderable_version(facts.get("launch.version")),
+                generation=inputs.generation_config_json)
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             from doctor.model.memory import non_kv_facts
 
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
+            if inputs.config_json is None:
+                facts.update(parser_token_facts(facts, config_spec), overwrite=False)
         except InputError as exc:
             from doctor.model.names import name_facts
             from doctor.model.resolve import ModelNotResolved

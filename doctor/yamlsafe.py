@@ -70,6 +70,8 @@ def _load(text: str | bytes, source: str, max_bytes: int, *, single: bool) -> li
     text = text.replace("\r\n", "\n")
     if _flow_depth(text) > MAX_YAML_DEPTH:
         raise InputError(f"{source}: YAML nested too deeply (over {MAX_YAML_DEPTH} levels of [ or {{)")
+    if _block_depth(text) > MAX_YAML_DEPTH:
+        raise InputError(f"{source}: YAML nested too deeply (over {MAX_YAML_DEPTH} levels of indentation or '- ')")
     # One pass with libyaml when present (pure-Python PyYAML is ~10x slower on our playbooks): compose the node
     # tree (aliases stay shared nodes, so a billion-laughs document composes cheaply), refuse any alias, then
     # build the data from that same tree.
@@ -110,6 +112,16 @@ def _flow_depth(text: str) -> int:
         depth += 1 if match.group() in "[{" else -1
         deepest = max(deepest, depth)
     return deepest
+
+
+def _block_depth(text: str) -> int:
+    """An upper bound on block-style nesting: the longest run of indentation and ``- ``/``? ``/``: `` markers
+    starting a line, halved (each level takes at least two characters). ``'- ' * 100000`` overflows libyaml's C
+    stack just as 100,000 nested '[' do."""
+    import re
+
+    runs = re.findall(rf"^[ \t?:-]{{{2 * MAX_YAML_DEPTH + 1},}}", text, re.MULTILINE)
+    return max((len(run) for run in runs), default=0) // 2
 
 
 def _reject_aliases(root: Any, source: str) -> None:

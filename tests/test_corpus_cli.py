@@ -124,6 +124,8 @@ COMMANDS: dict[str, tuple[Build, tuple[str, ...]]] = {
     "check-nvidia-smi": (lambda p, t, e: (["check", "--nvidia-smi", str(p)], None), ()),
     "check-snapshot": (lambda p, t, e: (["check", "--snapshot", str(p)], None), ()),
     "check-targets": (lambda p, t, e: (["check", "--targets", str(p), "--timeout", "0.5"], None), ()),
+    "lint-manifest": (lambda p, t, e: (["lint", "--manifest", str(p)], None), ()),
+    "check-manifest": (lambda p, t, e: (["check", "--manifest", str(p)], None), ()),
     "playbook-validate": (_playbook_dir, ()),
     "snapshot-config": (lambda p, t, e: (["snapshot", "--endpoint", e, "--config", str(p), "-o", str(t / "s.json"),
                                           "--timeout", "2"], None), ()),

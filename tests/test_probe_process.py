@@ -66,7 +66,7 @@ def test_finds_the_server_by_port_and_reads_argv_and_env_without_secrets():
     assert argv[1:] == ["-m", "tests.support.fake_launch", "--model-path", "Qwen/Qwen3-8B", "--tp-size", "2",
                         "--api-key", "***", "--tool-call-parser", "qwen3_coder", "--port", "0"]
     env = facts.get("process.env")
-    assert env == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_HOME": "***", "HF_TOKEN": "***", "LMCACHE_CHUNK_SIZE": "256",
+    assert env == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_HOME": "/cache/hf", "HF_TOKEN": "***", "LMCACHE_CHUNK_SIZE": "256",
                    "SGLANG_ENABLE_TORCH_COMPILE": "1", "VLLM_API_KEY": "***"}
     assert facts.get("launch.env.CUDA_VISIBLE_DEVICES") == "0,1"
     everything = json.dumps([result.raw, result.facts.to_dict(), result.error])
@@ -128,7 +128,9 @@ def test_vanished_pid_is_a_fact():
 
 
 @pytest.mark.parametrize("env,kept", [
-    ({"HF_HUB_OFFLINE": "1", "PATH": "/bin"}, {"HF_HUB_OFFLINE": "***"}),
+    ({"HF_HUB_OFFLINE": "1", "PATH": "/bin"}, {"HF_HUB_OFFLINE": "1"}),
+    ({"HF_TOKEN": "x", "HF_HUB_TOKEN": "y", "HF_ENDPOINT": "https://u:pw@mirror.example"},
+     {"HF_TOKEN": "***", "HF_HUB_TOKEN": "***", "HF_ENDPOINT": "https://u:***@mirror.example"}),
     ({"NCCL_DEBUG": "INFO", "VLLM_ATTENTION_BACKEND": "FLASHINFER"},
      {"NCCL_DEBUG": "INFO", "VLLM_ATTENTION_BACKEND": "FLASHINFER"}),
 ])

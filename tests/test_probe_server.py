@@ -7,12 +7,14 @@ import socket
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_FIXTURES, requires_shared
 from support.httpserver import HTML, JSON, LocalServer, Response
 
 from doctor.probes import server
 from doctor.probes.base import ProbeOptions, Target, run_probe
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+LIVE_VLLM = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu"
 SECRETS = ("sk-scenario-0123456789abcdef", "scenario-admin-secret-value")
 
 
@@ -116,7 +118,29 @@ def test_vllm_dev_mode_server_info_gives_the_configuration():
     assert facts.get("launch.expert_parallel") is False and facts.get("launch.prefix_caching") is True
     assert facts.get("launch.kv_cache_dtype") is None and facts.get("launch.mem_fraction") == 0.92
     assert facts.get("launch.max_num_seqs") == 256 and facts.get("launch.speculative") is False
-    assert facts.get("launch.env.VLLM_LOGGING_LEVEL") == "INFO"
+    # The scenario lists vLLM's variables with their defaults but not which are set (no system_env.env_vars):
+    # none is taken as set by the operator.
+    assert not facts.under("launch.env") and "not which are set" in facts.unknown_reason("launch.env")
+
+
+@requires_shared
+def test_vllm_dev_mode_real_server_info_env_is_only_what_the_operator_set():
+    """The real 0.32.0 dev-mode /server_info (CPU build): vllm_env has 265 variables with defaults; only the
+    ones in the process environment (system_env.env_vars) are launch.env facts, and the dtype is the flag's."""
+    body = (LIVE_VLLM / "devmode" / "server_info_json.txt").read_text()
+    assert len(json.loads(body)["vllm_env"]) > 200
+    routes = {"/v1/models": Response(file=LIVE_VLLM / "devmode" / "v1_models.txt", content_type=JSON),
+              "/version": Response(file=LIVE_VLLM / "devmode" / "version.txt", content_type=JSON),
+              "/server_info?config_format=json": Response(body=body, content_type=JSON)}
+    with LocalServer(routes) as srv:
+        facts = _probe(srv).facts
+    env = {k.removeprefix("launch.env."): f.value for k, f in facts.under("launch.env").items()}
+    assert env == {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_TARGET_DEVICE": "cpu", "VLLM_SERVER_DEV_MODE": "1",
+                   "VLLM_NO_USAGE_STATS": "1", "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+                   "VLLM_DISABLE_SHARED_EXPERTS_STREAM": "1",
+                   "VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME": "vllm_mm_6U5nDii7Tf22EgpzfmB84A"}
+    assert "launch.env.VLLM_TEST_FORCE_LOAD_FORMAT" not in facts
+    assert facts.get("launch.dtype") == "bfloat16"
 
 
 def test_vllm_with_api_key_protecting_v1_still_detected_from_version():

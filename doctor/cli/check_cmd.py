@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.manifest_opt import manifest_inputs, manifest_option
 from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
@@ -27,6 +28,7 @@ Examples:
   llmdoctor check --log /var/log/vllm/server.log
   journalctl -u vllm --since -1h | llmdoctor check --endpoint localhost:8000 --log -
   llmdoctor check --targets fleet.yaml --timeout 2
+  kubectl get deploy llm -o yaml | llmdoctor check --endpoint 10.0.0.5:8000 --manifest -
 
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
@@ -170,9 +172,10 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
               help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
               help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
-                   "command, engine_version, log) and print a fleet table.")
+                   "command, engine_version, log, manifest) and print a fleet table.")
 @offline_options
 @log_option
+@manifest_option
 @workload_options
 @symptom_option
 @playbooks_option
@@ -184,6 +187,7 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
           server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
+          manifest: str | None,
           context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
           symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -205,7 +209,13 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
         if log_file:
             raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
+        if manifest:
+            raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
         return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
+    if manifest:
+        if manifest == "-" and "-" in (log_file, command_file):
+            raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
+        command_text, gpu = manifest_inputs(manifest, bool(command_text or command_file), gpu)
     inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
                       nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     inputs.log = _log_input(log_file, command_file)
@@ -262,7 +272,7 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
     report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
     """
-    from doctor.check import active_results, snapshot_inputs, unreachable_reason
+    from doctor.check import active_results, served_model_inputs, snapshot_inputs, unreachable_reason
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
     from doctor.snapshot import build_snapshot, write_snapshot
@@ -288,6 +298,7 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
         return EXIT_UNREACHABLE
     if active:
         results += active_results(target, probe_opts, results, given, model=model, timeout_s=active_timeout_s)
+    inputs.update(served_model_inputs(results, given))
     write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.manifest_opt import manifest_inputs, manifest_option
 from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
 
@@ -16,6 +17,7 @@ Examples:
   llmdoctor lint --config ~/models/GLM-5.2 --gpu 8xB300 -- python3 -m sglang.launch_server --model-path ...
   kubectl get deploy llm -o yaml | yq '.spec.template.spec.containers[0].args' | llmdoctor lint --engine-version 0.13.0
   llmdoctor lint --file launch.sh --format json
+  kubectl get deploy llm -o yaml | llmdoctor lint --manifest -
 
 \b
 Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unreadable
@@ -37,6 +39,7 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
 @click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
                                                 "RTX 4090) and sizes a GPU the catalog lacks.")
+@manifest_option
 @offline_option
 @workload_options
 @symptom_option
@@ -45,7 +48,8 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
-         gpu: str | None, gpu_mem: str | None, offline: bool, context: int | None, users: int | None,
+         gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, context: int | None,
+         users: int | None,
          text_only: bool, reproducible: bool,
          temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
          fail_on: str, verbose: bool) -> int:
@@ -59,7 +63,10 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
     from doctor.lint import lint as run_lint
     from doctor.sources import OfflineInputs, Workload
 
-    text = _command_text(command, command_file)
+    if manifest:
+        text, gpu = manifest_inputs(manifest, bool(command or command_file), gpu)
+    else:
+        text = _command_text(command, command_file)
     inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                            workload=Workload(context, users, reproducible, text_only, temperature), offline=offline)
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)

@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "report": "doctor.cli.report_cmd:report",
     "rules": "doctor.cli.rules_cmd:rules",
     "gpus": "doctor.cli.gpus_cmd:gpus",
+    "serve": "doctor.cli.serve_cmd:serve",
+    "mcp": "doctor.cli.mcp_cmd:mcp",
 }
 
 EPILOG = """\b

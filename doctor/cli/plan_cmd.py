@@ -6,8 +6,9 @@ from __future__ import annotations
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.manifest_opt import manifest_option
 from doctor.cli.options import _tokens, offline_option  # _tokens: the --context parser every command shares
-from doctor.errors import EXIT_FINDINGS
+from doctor.errors import EXIT_FINDINGS, InputError
 
 EPILOG = """\b
 Examples:
@@ -15,6 +16,7 @@ Examples:
   llmdoctor plan deepseek-ai/DeepSeek-V3 --gpu 8xH200 --users 100
   llmdoctor plan ~/models/GLM-5.2 --gpu 8xB300 --weights-dtype nvfp4 --model-path nvidia/GLM-5.2-NVFP4
   llmdoctor plan ~/models/Qwen3.5-397B-A17B --gpu 8xH200 --rps 5 --text-only --engine vllm --format json
+  llmdoctor plan Qwen/Qwen3-8B --manifest deploy.yaml      # its GPUs, engine and image version
 
 \b
 Exit codes: 0 it runs and no finding at or above --fail-on; 1 findings, or it does not run; 2 bad input
@@ -29,9 +31,11 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 
 @click.command("plan", epilog=EPILOG)
 @click.argument("config", metavar="CONFIG")
-@click.option("--gpu", required=True, metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300'.")
+@click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300' (required unless "
+                                                   "--manifest names them).")
 @click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
                                                 "RTX 4090) and is required for a GPU the catalog lacks.")
+@manifest_option
 @click.option("--context", callback=_tokens, metavar="N",
               help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k.")
 @click.option("--users", type=int, metavar="N", help="Concurrent requests to serve.")
@@ -53,7 +57,8 @@ WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 @format_option("text", "json", "markdown")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each flag is set, the notes, what is left to the engine and every finding in full.")
-def plan(config: str, gpu: str, gpu_mem: str | None, context: int | None, users: int | None, rps: float | None,
+def plan(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None, context: int | None,
+         users: int | None, rps: float | None,
          request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
          weights_dtype: str, model_path: str | None, text_only: bool, offline: bool, fmt: str, fail_on: str, verbose: bool) -> int:
     """Derive a serving design for CONFIG on these GPUs: weights and KV per GPU, how many users of the context
@@ -66,6 +71,10 @@ def plan(config: str, gpu: str, gpu_mem: str | None, context: int | None, users:
     from doctor.plan.planner import make_plan
     from doctor.plan.request import ENGINES, PlanRequest
 
+    if manifest:
+        gpu, engine, engine_version = _from_manifest(manifest, gpu, engine, engine_version)
+    if not gpu:
+        raise InputError("--gpu NAME[:COUNT] is required (or a --manifest whose pods name the GPU product)")
     engines = ENGINES if engine == "both" else (engine,)
     request = PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
                           request_seconds=request_seconds, latency=latency, engines=engines,
@@ -79,3 +88,16 @@ def plan(config: str, gpu: str, gpu_mem: str | None, context: int | None, users:
     if result.status == "does-not-run" and fail_on != "never":
         rc = EXIT_FINDINGS
     return rc
+
+
+def _from_manifest(path: str, gpu: str | None, engine: str, engine_version: str | None
+                   ) -> tuple[str | None, str, str | None]:
+    """The deployment's GPUs, and its engine and image version when --engine was left at both."""
+    from doctor.manifest import note_lines, read_manifest
+
+    launch = read_manifest(path)
+    for line in note_lines(launch):
+        click.echo(f"llmdoctor: {line}", err=True)
+    if engine == "both" and launch.engine:
+        engine, engine_version = launch.engine, engine_version or launch.engine_version
+    return gpu or launch.gpu, engine, engine_version

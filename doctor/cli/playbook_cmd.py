@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from doctor.cli.common import emit
+from doctor.cli.common import emit, emit_document
 from doctor.cli.options import playbooks_option
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
 
@@ -72,11 +72,18 @@ Exit codes: 0 shown; 2 no such playbook, alias or cause (or a --playbooks direct
 """)
 @click.argument("ident")
 @playbooks_option
-def show_cmd(ident: str, playbook_dirs: tuple[str, ...]) -> int:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the tree, cause or traps as data (schema llmdoctor.playbook/1).")
+def show_cmd(ident: str, playbook_dirs: tuple[str, ...], fmt: str) -> int:
     """Show one playbook's tree (by symptom id or alias), one cause, or `traps`."""
     from doctor.playbook.loader import load_playbooks
 
     pbset = load_playbooks(playbook_dirs)
+    if fmt == "json":
+        from doctor.playbook.document import ShownDocument
+
+        emit_document("json", ShownDocument(pbset, ident), text=str)
+        return EXIT_OK
     if ident == "traps":
         for trap in pbset.traps:
             emit(f"{click.style(trap.id, bold=True)}  {trap.metric} ({trap.engine})\n  {trap.why}\n"

@@ -435,12 +435,17 @@ def flag_runs(engine: str) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
     return option_runs(_history(engine))
 
 
+def registered_runs(engine: str, kind: str, name: str) -> list[tuple[str, str]]:
+    """[(since, until)]: the runs of releases whose ``kind`` registry ("tool_parsers" / "reasoning_parsers") has
+    ``name``, from the history table (empty: no release read registers it)."""
+    return [(r["since"], r["until"]) for r in _history(engine).get(kind, {}).get(name, [])]
+
+
 def registered_since(engine: str, kind: str, name: str, after: str) -> str | None:
-    """The first release after ``after`` whose ``kind`` registry ("tool_parsers" / "reasoning_parsers") has
-    ``name``, from the history table; None when no later release read has it."""
+    """The first release after ``after`` whose ``kind`` registry has ``name``; None when no later release read
+    has it."""
     order = {v: i for i, v in enumerate(available(engine))}
-    runs = _history(engine).get(kind, {}).get(name, [])
-    later = [r["since"] for r in runs if order[r["since"]] > order[after]]
+    later = [since for since, _ in registered_runs(engine, kind, name) if order[since] > order[after]]
     return later[0] if later else None
 
 

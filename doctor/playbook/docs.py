@@ -39,6 +39,10 @@ def causes_markdown(pbset: PlaybookSet) -> str:
         names = {"any": "any engine", "vllm": "vLLM", "sglang": "SGLang"}
         out += [f"- {names[engine]}: {text}" for engine, text in cause.fix.items()]
         out.append("")
+        if cause.behaviour:
+            engines = [f"{names[e]}: {cause.behaviour[e]}" for e in ("vllm", "sglang") if e in cause.behaviour]
+            out += [f"**What the engine does.** {cause.behaviour['effect'].replace('-', ' ')}"
+                    + (" — " + "; ".join(engines) if engines else ""), ""]
         if cause.evidence:
             out += [f"**Evidence.** {', '.join(f'`{e}`' for e in cause.evidence)}", ""]
         out += [f"**Reference.** {cause.ref}", ""]

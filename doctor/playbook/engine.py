@@ -135,7 +135,9 @@ class _Walk:
                 break
 
     def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
-        if all(_under(k, self.unreachable) for k in missing):
+        # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
+        # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
+        if any(_under(k, self.unreachable) for k in missing):
             return
         for cause_id in _causes_below(node):
             key = (playbook.symptom, cause_id)
@@ -149,7 +151,8 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
     if confidence != "high" and any(NAME_ONLY in e.source for e in evidence):
         confidence = "low"  # a fact read from the model's name alone (doctor/model/names.py), no config behind it
-    what, fix = render(cause.what, facts), render_fix(cause, facts)
+    what = render(cause.what, facts)
+    fix = render(node["fix"], facts) if "fix" in node else render_fix(cause, facts)
     seen = facts.get(f"log.seen.{cause.id.replace('-', '_')}")
     if seen and _UNFILLED.search(what):  # named by the server log alone: its line is the account
         what = f'The server log shows it: "{seen}"'
@@ -194,12 +197,48 @@ def render_fix(cause: Cause, facts: Facts) -> str:
     return text
 
 
+#: Inputs that, once given, make their namespace's hint moot: the fact is missing because the input does not
+#: say, not because it was not given (a config.json without the field, an --active run whose probe could not
+#: tell). Keyed by namespace; the value names the facts that prove the input was given.
+_GIVEN_BY = {
+    "model": ("model.name", "model.architectures"),
+    "expect": ("model.name", "model.architectures"),
+    "gpu": ("gpu.name",),
+    "metrics": ("metrics.available",),
+    "server": ("server.engine",),
+    "process": ("process.pid",),
+    "launch": ("launch.engine",),
+}
+_NOT_SAID = "the inputs given do not say (see the reason)"
+
+
+def _given(namespace: str, facts: Facts) -> bool:
+    if namespace == "active":  # --active ran: a probe that could not tell left its reason, not a missing flag
+        return bool(facts.under("active")) or any(k == "active" or k.startswith("active.") for k in facts.errors)
+    if namespace == "fit":  # its hint asks for --config and --gpu: moot once both are known
+        return _given("model", facts) and _given("gpu", facts)
+    return any(facts.get(k) not in (None, False) for k in _GIVEN_BY.get(namespace, ()))
+
+
+def _hint(key: str, facts: Facts) -> str | None:
+    namespace = key.split(".")[0]
+    if key in HINTS:  # a hint for this very fact names the input that gives it (--engine-version)
+        return HINTS[key]
+    if _given(namespace, facts):
+        return None
+    if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
+        return "pass --endpoint of the running server (its measured KV capacity)"
+    if namespace == "fit" and (_given("model", facts) or _given("gpu", facts)):  # ask only for the other one
+        return HINTS["gpu"] if _given("model", facts) else HINTS["model"]
+    return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
+
+
 def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node: dict[str, Any]) -> Unchecked:
     missing_keys = tuple(dict.fromkeys(missing))
     reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
     reason = reasons[0] if reasons else "not gathered"
-    hint = node.get("hint") or "; ".join(dict.fromkeys(
-        HINTS.get(k, HINTS.get(k.split(".")[0], "provide the missing input")) for k in missing_keys))
+    hints = [h for h in (_hint(k, facts) for k in missing_keys) if h]
+    hint = node.get("hint") or "; ".join(dict.fromkeys(hints)) or _NOT_SAID
     return Unchecked(symptom, cause, missing_keys, reason, hint)
 
 

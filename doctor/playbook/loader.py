@@ -41,6 +41,8 @@ class Cause:
     source: str = ""
     #: server-log lines that name this cause by themselves: ({pattern, engine, seen}, ...)
     log_signatures: tuple[dict[str, str], ...] = ()
+    #: what the engine does (launch-failure causes): effect and, per engine, the file:line in its wheel
+    behaviour: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
                 why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
                 evidence=tuple(body.get("evidence", ())),
                 source=where, log_signatures=tuple(body.get("log_signatures", ())),
+                behaviour=dict(body.get("behaviour") or {}),
             )
             for index, sig in enumerate(body.get("log_signatures", ())):
                 try:

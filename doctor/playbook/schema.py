@@ -15,6 +15,9 @@ VALUE_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "no
 UNARY_OPS = ("set", "unset", "exists", "missing", "is_true", "is_false", "empty", "nonempty")
 
 KEBAB = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+#: What an engine does about a launch-failure cause (causes.yaml `behaviour.effect`), from the engine's source:
+#: refuses to start (critical), crashes on the first request, runs degraded, or runs (llmdoctor's data is off).
+EFFECTS = ("refuses-to-start", "crashes-on-first-request", "runs-degraded", "depends", "runs")
 FACT_KEY = r"^[a-z][a-z0-9_]*(\.[A-Za-z0-9_]+)*$"
 
 _CONDITION: dict[str, Any] = {
@@ -59,6 +62,7 @@ _NODE: dict[str, Any] = {
         "severity": {"enum": ["info", "warning", "critical"]},
         "confidence": {"enum": ["low", "medium", "high"]},
         "hint": {"type": "string"},
+        "fix": {"type": "string", "minLength": 1},
     },
     "oneOf": [{"required": ["cause"]}, {"required": ["then"]}],
 }
@@ -106,6 +110,13 @@ CAUSES_SCHEMA: dict[str, Any] = {
                     },
                     "ref": {"type": "string", "minLength": 1},
                     "evidence": {"type": "array", "items": {"type": "string", "pattern": FACT_KEY}},
+                    "behaviour": {
+                        "type": "object",
+                        "required": ["effect"],
+                        "additionalProperties": False,
+                        "properties": {"effect": {"enum": list(EFFECTS)}, "vllm": {"type": "string"},
+                                       "sglang": {"type": "string"}},
+                    },
                     # lines of a server log that name this cause by themselves (doctor/logs): a regular
                     # expression searched per line, for one engine or any, and where the line was seen
                     "log_signatures": {

@@ -536,8 +536,12 @@ class DeterminismProbe(_Probe):
         prefix = cfg["prefix"]
         lines = prefix["lines"]
         if self.ctx.max_model_len:  # stay inside the served context, prompt and answer together
-            room = (self.ctx.max_model_len - cfg["max_tokens"] - 64) // prefix["tokens_per_line"]
-            lines = max(4, min(lines, room))
+            # Bytes bound tokens from above whatever the tokenizer (a byte-level BPE or byte-fallback token covers
+            # at least one byte): a per-line token estimate overflowed a small-vocabulary tokenizer at 512.
+            fixed = len(prefix["opening"].format(nonce=nonce).encode()) + len(cfg["question"].encode()) + 2
+            room = (self.ctx.max_model_len - cfg["max_tokens"] - prefix["template_tokens"] - fixed) // \
+                len(prefix["line"].format(i=lines).encode() + b"\n")
+            lines = max(1, min(lines, room))
         text = "\n".join([prefix["opening"].format(nonce=nonce),
                           *(prefix["line"].format(i=i) for i in range(1, lines + 1)), "", cfg["question"]])
         return text, lines

@@ -8,7 +8,8 @@ another container's PID namespace, or a process we may not read are reported as 
 
 On Linux /proc is read directly (doctor/probes/procfs.py: psutil's import and full connection scan cost more
 than the HTTP probes); elsewhere psutil answers the same questions. Everything kept is redacted: argv through :func:`doctor.redact.redact_argv`, and only the environment
-variables that matter to serving, with every ``HF_*`` and ``*_TOKEN`` value masked whatever its name says.
+variables that matter to serving, with secrets (``HF_TOKEN``, ``*_API_KEY``, any ``*_TOKEN``) masked; the other
+``HF_*`` settings (``HF_HUB_OFFLINE``, ``HF_HOME``) are configuration the diagnosis needs, and stay readable.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ ENV_PREFIXES = ("VLLM_", "SGLANG_", "LMCACHE_", "NCCL_", "HF_")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF")
 #: Processes that listen on a port only to forward it into a container or pod.
 PORT_FORWARDERS = frozenset({"docker-proxy", "rootlessport", "slirp4netns", "pasta", "kubectl"})
-_MASKED_PREFIXES = ("HF_",)
 _MASKED_SUFFIXES = ("_TOKEN",)
 
 
@@ -41,6 +41,9 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
         return {"found": False, "reason": "listening sockets cannot be read without more privileges "
                 "(run as root or as the server's user, or pass --pid)"}
     if not pids:
+        starting = _starting(target.port)
+        if starting is not None:
+            return starting
         return {"found": False, "reason": f"no process on this host listens on port {target.port} (the server "
                 "may run in another network namespace: run llmdoctor inside it, or pass --pid)"}
     known = sorted(pid for pid in pids if pid)
@@ -49,6 +52,23 @@ def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
                 "read (run as root or as the server's user, or pass --pid)"}
     # Workers sharing a port (SO_REUSEPORT) all listen; the lowest pid is the one that started them.
     return _read(known[0], f"listens on port {target.port}", others=known[1:])
+
+
+def _starting(port: int) -> dict[str, Any] | None:
+    """A process launched with ``--port PORT`` that does not listen yet: the server is still loading."""
+    if not procfs.available():
+        return None
+    for pid in procfs.pids_launched_with_port(port):
+        try:
+            argv, name, _ = _process(pid)
+        except (LookupError, PermissionError):
+            continue
+        shown = " ".join([w.rsplit("/", 1)[-1] for w in redact_argv(argv)[:2]] + redact_argv(argv)[2:])
+        return {"found": False, "starting": {"pid": pid, "argv": redact_argv(argv), "name": name},
+                "reason": f"the server is starting: process {pid} ({shown[:100]}) was launched with --port {port} "
+                          "but does not listen yet (engines open the port once the model is loaded); re-run when "
+                          "it answers"}
+    return None
 
 
 def _listening(port: int, *, ipv6_first: bool) -> set[int | None] | None:
@@ -109,10 +129,11 @@ def _process(pid: int) -> tuple[list[str], str, dict[str, str] | None]:
 
 
 def select_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables that matter to serving, redacted; HF_* and *_TOKEN values always masked."""
+    """The variables that matter to serving, redacted (secret names masked, URL passwords and token shapes in
+    values masked); *_TOKEN values always masked whatever the redaction rules say of the name."""
     kept = {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
     redacted = redact_env(kept)
-    return {k: (MASK if k.startswith(_MASKED_PREFIXES) or k.endswith(_MASKED_SUFFIXES) else v)
+    return {k: (MASK if k.endswith(_MASKED_SUFFIXES) else v)
             for k, v in sorted(redacted.items())}
 
 
@@ -120,6 +141,9 @@ def interpret(raw: dict[str, Any]) -> Facts:
     facts = Facts()
     if not raw.get("found"):
         facts.set("process.found", False, "process probe", observed=True)
+        if isinstance(raw.get("starting"), dict):
+            facts.set("process.starting", True, f"process {raw['starting'].get('pid')} launched with the "
+                      "endpoint's --port, not listening yet", observed=True)
         facts.error(NAME, str(raw.get("reason") or "server process not found"))
         return facts
     source = f"process {raw['pid']} ({raw.get('how', '')})"

@@ -78,3 +78,23 @@ def read(pid: int) -> tuple[list[str], str, dict[str, str] | None]:
         if sep:
             env[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
     return argv, name, env
+
+
+def pids_launched_with_port(port: int) -> list[int]:
+    """Pids whose command line says ``--port N`` (or ``--port=N``): a server that is still loading has not
+    opened its port yet, but its process is already there (vLLM and SGLang listen only after the model loads)."""
+    wanted = str(port)
+    found = []
+    me = os.getpid()
+    for entry in os.scandir(PROC):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            words = (PROC / entry.name / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        argv = [w.decode("utf-8", "surrogateescape") for w in words]
+        if any((w == "--port" and i + 1 < len(argv) and argv[i + 1] == wanted) or w == f"--port={wanted}"
+               for i, w in enumerate(argv)):
+            found.append(int(entry.name))
+    return sorted(found)

@@ -24,7 +24,7 @@ from typing import Any
 from doctor.facts import Facts
 from doctor.probes.base import ProbeOptions, Target, auth_headers, load_data
 from doctor.probes.http import HttpError, get
-from doctor.redact import redact_obj, redact_text
+from doctor.redact import MASK, is_secret_name, redact_obj, redact_text
 
 NAME = "server"
 _TEXT_KEPT = 500  # characters of a non-JSON body kept to explain an error
@@ -36,6 +36,8 @@ SERVER_INFO_OLD = "/get_server_info"
 MODEL_INFO = "/model_info"
 VERSION = "/version"
 VLLM_DEV_INFO = "/server_info?config_format=json"
+#: The variables taken from a vLLM dev-mode /server_info's environment listing (as the process probe's).
+_SERVER_ENV_PREFIXES = ("VLLM_", "NCCL_", "HF_", "LMCACHE_", "CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF")
 
 
 def fetch(target: Target, opts: ProbeOptions) -> dict[str, Any]:
@@ -143,12 +145,31 @@ def interpret(raw: dict[str, Any]) -> Facts:
         facts.set("launch.version", vllm_version, "/version")
     if vllm_dev is not None:
         _mapped_facts(facts, vllm_dev, "vllm")
-        env = vllm_dev.get("vllm_env")
-        for name, value in sorted(env.items()) if isinstance(env, dict) else ():
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                facts.set(f"launch.env.{name}", str(value), f"server_info vllm_env {name}")
+        _vllm_env_facts(facts, vllm_dev)
     _models_facts(facts, models, engine, requests.get(MODELS, {}))
     return facts
+
+
+def _vllm_env_facts(facts: Facts, info: dict[str, Any]) -> None:
+    """``launch.env.*`` for the variables the server's environment really holds.
+
+    ``vllm_env`` lists every variable vLLM knows *with its default* (~265 in 0.32: envs.py is read through
+    ``getattr``, vllm/entrypoints/serve/dev/server_info/api_router.py:25-36), so it cannot say what the operator
+    set. ``system_env.env_vars`` can: it is ``KEY=VALUE`` lines of ``os.environ`` for the names vLLM knows (and
+    TORCH/NCCL/CUDA/OMP… prefixes), secrets left out by name (vllm/collect_env.py:703-731). Without it no
+    variable is taken as set.
+    """
+    system = info.get("system_env")
+    listed = system.get("env_vars") if isinstance(system, dict) else None
+    if not isinstance(listed, str):
+        facts.error("launch.env", "server_info lists vLLM's variables with their defaults but not which are set "
+                                  "(no system_env.env_vars)")
+        return
+    for line in listed.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.startswith(_SERVER_ENV_PREFIXES):
+            facts.set(f"launch.env.{name}", MASK if is_secret_name(name) else value,
+                      f"server_info system_env.env_vars {name}")
 
 
 def _json(requests: dict[str, dict[str, Any]], path: str) -> Any:
@@ -256,6 +277,9 @@ def _mapped_facts(facts: Facts, answer: dict[str, Any], engine: str) -> None:
             continue
         transform = row.get("as")
         if transform == "auto_is_null":
+            value = None if value == "auto" else value
+        elif transform == "dtype":  # vLLM serialises the resolved torch.dtype as "torch.bfloat16"
+            value = value.removeprefix("torch.") if isinstance(value, str) else value
             value = None if value == "auto" else value
         elif transform == "not":
             value = not value if isinstance(value, bool) else None

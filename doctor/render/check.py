@@ -81,12 +81,14 @@ def _active(probe: ProbeResult) -> dict[str, Any]:
 
 
 def _active_budget(run: CheckRun) -> str | None:
-    """What the active probes were allowed to send: every request is fixed (docs/active.md)."""
-    budgets = [_active(p)["budget"] for p in run.probes if _is_active(p)]
-    if not budgets:
+    """What the active probes sent (not what they would have: a probe stops at its first failed request);
+    every request is fixed (docs/active.md)."""
+    observed = [_active(p) for p in run.probes if _is_active(p)]
+    if not observed:
         return None
-    requests = sum(b.get("requests", 0) for b in budgets)
-    tokens = sum(b.get("max_tokens", 0) for b in budgets)
+    sent = [r for o in observed for r in o["requests"]]
+    requests = len(sent)
+    tokens = sum(int((r.get("request") or {}).get("max_tokens") or 0) for r in sent)
     return f"active probes: {requests} requests, at most {tokens} generated tokens (fixed prompts: docs/active.md)"
 
 

@@ -43,6 +43,11 @@ CHARTS = (
 )
 #: Points per chart series: about one per pixel of a chart (Prometheus would give up to 11,000; more only costs).
 MAX_CHART_POINTS = 360
+#: Points of one chart's series all together. Past ~330 instances each series gets fewer (never under
+#: MIN_CHART_POINTS): the points are most of a large report's memory, and 1,000 instances at 360 points peaked
+#: at ~950 MiB (bench/bench_report_fleet.py); at 120 points, ~280 MiB.
+CHART_POINT_BUDGET = 120_000
+MIN_CHART_POINTS = 90
 #: Queries in flight at once.
 PARALLEL_QUERIES = 4
 #: Rates on charts look back at least this far, so a rate always has two scrapes to work with.
@@ -66,6 +71,7 @@ class Window:
     step: float
     trend: float
     end: float
+    chart_points: int = MAX_CHART_POINTS
 
     @property
     def start(self) -> float:
@@ -73,7 +79,12 @@ class Window:
 
     @property
     def chart_step(self) -> float:
-        return max(self.step, math.ceil(self.since / MAX_CHART_POINTS))
+        return max(self.step, math.ceil(self.since / self.chart_points))
+
+
+def chart_points(instances: int) -> int:
+    """Points per chart series for a fleet of ``instances``: MAX_CHART_POINTS within CHART_POINT_BUDGET."""
+    return max(MIN_CHART_POINTS, min(MAX_CHART_POINTS, CHART_POINT_BUDGET // max(1, instances)))
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,8 @@ class Collected:
     errors: dict[str, str] = field(default_factory=dict)
     #: chart id → instance (or host, for GPUs) → series label → points
     charts: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = field(default_factory=dict)
+    #: points per chart series, by the fleet's size (chart_points)
+    chart_points: int = MAX_CHART_POINTS
 
     def any_data(self) -> bool:
         return bool(self.instances)
@@ -111,6 +124,8 @@ def collect(client: PromClient, catalog: Catalog, window: Window, params: Params
     asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
     _run_all(asks)
     if out.any_data():
+        out.chart_points = chart_points(len(out.instances))
+        window = replace(window, chart_points=out.chart_points)
         chart_params = Params(selector=params.selector, range=max(window.chart_step, MIN_CHART_RANGE_S),
                               trend=window.trend, step=window.step, lookback=window.since)
         _run_all([_ask_chart(client, catalog, chart_id, key, title, window, chart_params, out)

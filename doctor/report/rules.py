@@ -12,8 +12,15 @@ an expression in promql.yaml (recorded once as ``llmdoctor:<fact>``), and each o
 
 So a user's own playbook with such conditions exports the same way. Differences from the trees, on
 purpose: in PromQL a fact that cannot be read is simply absent, so ``not`` of an unreadable fact holds (the
-tree would say "unknown"); and a tree entry condition that is a threshold on an observed metric
-(low-cache-hit: ``metrics.prefix_hit_rate < 0.3``) becomes a symptom alert whose runbook runs the tree.
+tree would say "unknown").
+
+An alert exists only for a path whose cause ``check`` would name from the same series. A playbook's entry
+threshold alone (low-cache-hit: ``metrics.prefix_hit_rate < 0.3``) is not such a path: 0 hits in 96 lookups
+of traffic that shares no prefix is healthy, and every cause of that tree needs a launch flag or the model
+config, which Prometheus does not have. Such trees are listed as skipped, never paged on.
+
+Each alert carries ``runbook_url`` (the cause's section of the generated docs/causes.md, under a configurable
+base) and, as before, ``runbook``: the ``llmdoctor check`` command that diagnoses the instance.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ PREFIX = "llmdoctor:"
 _COMPARE = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
 #: The universe ``not`` subtracts from: every instance that exposed engine metrics within the lookback.
 UNIVERSE = "launch.engine"
+#: Where ``runbook_url`` points by default: the generated causes documentation (one ``### cause-id`` heading
+#: per cause, so ``#cause-id`` anchors it). Override with ``llmdoctor rules --runbook-base URL``.
+DEFAULT_RUNBOOK_BASE = "https://github.com/llmdoctor-project/llmdoctor/blob/main/docs/causes.md"
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class RuleOptions:
     params: Params = field(default_factory=Params)
     for_s: float = 600.0
     min_severity: str = "warning"
+    runbook_base: str = DEFAULT_RUNBOOK_BASE
 
 
 @dataclass
@@ -78,6 +89,15 @@ class Generated:
     def document(self) -> dict[str, Any]:
         return {"groups": [{"name": "llmdoctor-facts", "rules": self.records},
                            {"name": "llmdoctor-alerts", "rules": self.alerts}]}
+
+    def prometheus_rule(self, name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
+        """The same groups as a Prometheus Operator ``PrometheusRule`` (its ``spec`` is a rules file)."""
+        metadata: dict[str, Any] = {"name": name}
+        if namespace:
+            metadata["namespace"] = namespace
+        metadata["labels"] = {"app.kubernetes.io/name": "llmdoctor", **labels}
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": metadata,
+                "spec": self.document()}
 
 
 def record_name(key: str) -> str:
@@ -218,8 +238,6 @@ def generate(pbset: PlaybookSet, catalog: Catalog, options: RuleOptions) -> Gene
     tr = Translator(catalog, options.params)
     candidates: list[_Candidate] = []
     skipped: list[Skipped] = []
-    extra_alerts: list[dict[str, Any]] = []
-    symptom_entries: list[Translation] = []
     for playbook in sorted(pbset.playbooks.values(), key=lambda p: p.symptom):
         entry = tr.condition(playbook.applies_when) if playbook.applies_when else None
         if entry is not None and entry.expr is None:
@@ -227,18 +245,13 @@ def generate(pbset: PlaybookSet, catalog: Catalog, options: RuleOptions) -> Gene
             continue
         before = len(candidates)
         _walk(playbook, playbook.tree, [entry] if entry else [], tr, pbset, options, candidates, skipped)
-        observed = _thresholds(entry) if entry is not None else None
-        if observed is not None and len(candidates) == before:
-            rule = _symptom_alert(playbook, observed, pbset, options)
-            if severity_rank(rule["labels"]["severity"]) < severity_rank(options.min_severity):
-                skipped.append(Skipped(playbook.symptom, None, "symptom alert below --min-severity"))
-            else:
-                extra_alerts.append(rule)
-                symptom_entries.append(observed)
+        if entry is not None and entry.threshold and len(candidates) == before:
+            skipped.append(Skipped(playbook.symptom, None, f"the entry threshold ({entry.text}) alone names no "
+                                   "cause: every cause of this tree needs facts Prometheus cannot see"))
     alerts = _alerts(candidates, pbset, options, tr)
-    reads = set().union(*(c.translation.reads for c in candidates), *(t.reads for t in symptom_entries))
+    reads = set().union(*(c.translation.reads for c in candidates))
     records = [{"record": record_name(key), "expr": tr.recorded[key]} for key in tr.needed(reads)]
-    return Generated(records, alerts + extra_alerts, skipped)
+    return Generated(records, alerts, skipped)
 
 
 def _walk(playbook: Playbook, nodes: list[dict[str, Any]], path: list[Translation], tr: Translator,
@@ -307,32 +320,6 @@ def _absent_alert(name: str, key: str, cause: str, severity: str, symptom: str, 
     return rule
 
 
-def _thresholds(entry: Translation) -> Translation | None:
-    """The part of an entry condition that is an observed threshold (``prefix_hit_rate < 0.3``), not a property
-    of the setup (``prefix_caching is false``): only that is worth waking someone for."""
-    if entry.disjuncts:
-        kept = [d for d in entry.disjuncts if d.threshold]
-        if not kept:
-            return None
-        if len(kept) == 1:
-            return kept[0]
-        return Translation(" or ".join(f"({d.expr})" for d in kept), " or ".join(d.text for d in kept),
-                           frozenset().union(*(d.reads for d in kept)), threshold=True)
-    return entry if entry.threshold else None
-
-
-def _symptom_alert(playbook: Playbook, entry: Translation, pbset: PlaybookSet, options: RuleOptions
-                   ) -> dict[str, Any]:
-    from doctor.playbook.docs import symptoms_by_cause
-
-    causes = sorted(c for c, s in symptoms_by_cause(pbset).items() if playbook.symptom in s)
-    severity = max((pbset.causes[c].severity for c in causes), key=severity_rank, default="warning")
-    rule = _alert("LLMDoctor" + _camel(playbook.symptom), str(entry.expr), severity, playbook.symptom, None,
-                  playbook.title, f"entry condition of playbook {playbook.symptom}: {entry.text}", options)
-    rule["annotations"]["description"] += f"; the runbook tells which of: {', '.join(causes)}"
-    return rule
-
-
 def _alert(name: str, expr: str, severity: str, symptom: str, cause: str | None, title: str, text: str,
            options: RuleOptions) -> dict[str, Any]:
     labels = {"severity": severity, "symptom": symptom}
@@ -347,9 +334,15 @@ def _alert(name: str, expr: str, severity: str, symptom: str, cause: str | None,
         "annotations": {
             "summary": f"{{{{ $labels.instance }}}}: {title}",
             "description": f"{where}: {text}",
+            "runbook_url": runbook_url(options.runbook_base, cause or symptom),
             "runbook": f"llmdoctor check --endpoint {{{{ $labels.instance }}}} --symptom {symptom}",
         },
     }
+
+
+def runbook_url(base: str, anchor: str) -> str:
+    """``base#anchor``: the cause's heading in docs/causes.md (a base with its own ``#…`` is replaced)."""
+    return base.split("#", 1)[0] + "#" + anchor
 
 
 def _camel(text: str) -> str:
@@ -361,8 +354,8 @@ def _plain_title(title: str) -> str:
     return re.sub(r"\{[^{}]*\}", "…", title)
 
 
-def rules_yaml(generated: Generated, header: str) -> str:
+def rules_yaml(generated: Generated, header: str, document: dict[str, Any] | None = None) -> str:
     import yaml
 
-    body = yaml.safe_dump(generated.document(), sort_keys=False, allow_unicode=True, width=1 << 16)
+    body = yaml.safe_dump(document or generated.document(), sort_keys=False, allow_unicode=True, width=1 << 16)
     return "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines()) + body

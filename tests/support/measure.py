@@ -35,7 +35,8 @@ signal.setitimer(signal.ITIMER_REAL, limit)
 _, status, usage = os.wait4(pid, 0)
 signal.setitimer(signal.ITIMER_REAL, 0)
 with open(out, "w") as fh:
-    json.dump({"rc": os.waitstatus_to_exitcode(status), "max_rss_kb": usage.ru_maxrss, "timed_out": bool(killed)}, fh)
+    json.dump({"rc": os.waitstatus_to_exitcode(status), "max_rss_kb": usage.ru_maxrss, "timed_out": bool(killed),
+               "cpu_s": usage.ru_utime + usage.ru_stime}, fh)
 """
 
 
@@ -48,6 +49,7 @@ class Run:
     elapsed_s: float
     max_rss_kb: int
     timed_out: bool
+    cpu_s: float = 0.0  # the child's user + system CPU time
 
     def describe(self) -> str:
         shown = [a if isinstance(a, str) else f"<{len(a)} bytes>" for a in self.args]
@@ -78,4 +80,4 @@ def run_measured(args: list[str | bytes], *, stdin: Path | None = None, timeout:
         out.seek(0)
         err.seek(0)
         return Run(args, usage["rc"], out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                   elapsed, usage["max_rss_kb"], usage["timed_out"])
+                   elapsed, usage["max_rss_kb"], usage["timed_out"], usage["cpu_s"])

@@ -67,11 +67,15 @@ class PrivatePrometheus:
     """``with PrivatePrometheus(tmp, data=...) as prom: prom.url``: a running server until the block ends."""
 
     def __init__(self, workdir: Path, *, data: Path | None = None, scrape: list[str] = (),
-                 scrape_interval: str = "1s") -> None:
+                 scrape_interval: str = "1s", rule_files: list[Path] = (), alertmanagers: list[str] = (),
+                 flags: list[str] = ()) -> None:
         self.workdir = workdir
         self.data = data or workdir / "data"
         self.scrape = list(scrape)
         self.scrape_interval = scrape_interval
+        self.rule_files = list(rule_files)
+        self.alertmanagers = list(alertmanagers)
+        self.flags = list(flags)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -87,6 +91,11 @@ class PrivatePrometheus:
                       "      - targets: [" + ", ".join(f'"{t}"' for t in self.scrape) + "]"]
         else:
             lines[-1] = "scrape_configs: []"
+        if self.rule_files:
+            lines += ["rule_files:"] + [f'  - "{f}"' for f in self.rule_files]
+        if self.alertmanagers:
+            lines += ["alerting:", "  alertmanagers:", "    - static_configs:",
+                      "        - targets: [" + ", ".join(f'"{t}"' for t in self.alertmanagers) + "]"]
         path = self.workdir / "prometheus.yml"
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -99,7 +108,7 @@ class PrivatePrometheus:
             self.process = subprocess.Popen(
                 [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={self.data}",
                  f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
-                 "--storage.tsdb.retention.time=30d"],
+                 "--storage.tsdb.retention.time=30d", *self.flags],
                 stdout=log, stderr=subprocess.STDOUT)
             if self._wait_ready(30):
                 return self

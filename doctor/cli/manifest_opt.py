@@ -1,0 +1,33 @@
+"""``--manifest FILE|-`` for lint, check and plan: a Kubernetes manifest as the launch and GPU source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def manifest_option(f: F) -> F:
+    return click.option(
+        "--manifest", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE|-",
+        help="A Kubernetes manifest ('-' for stdin): Pod, Deployment, StatefulSet, LeaderWorkerSet, a kubectl "
+             "List or helm template output. The engine container's command, args and env (secretKeyRef values "
+             "are named, never read), its nvidia.com/gpu limit and the nvidia.com/gpu.product node label give "
+             "the command and --gpu (a --gpu given wins).",
+    )(f)
+
+
+def manifest_inputs(path: str, command_given: bool, gpu: str | None) -> tuple[str, str | None]:
+    """The launch command and GPU from the manifest; what it could not tell goes to stderr, one line each."""
+    from doctor.errors import InputError
+    from doctor.manifest import note_lines, read_manifest
+
+    if command_given:
+        raise InputError("give the launch command or --manifest, not both")
+    launch = read_manifest(path)
+    for line in note_lines(launch):
+        click.echo(f"llmdoctor: {line}", err=True)
+    return launch.command, gpu or launch.gpu
