@@ -222,13 +222,21 @@ def derive_kernel_support(facts: Facts) -> None:
 
     version = facts.get("launch.version")
     try:
-        support = kernel_support(gpu, engine, version)
-    except InputError:  # a version we cannot order ("latest", "nightly"): answer for the newest release
-        version = None
-        support = kernel_support(gpu, engine, None)
-    where = f"{engine} {version}" if version else f"newest {engine}"
+        support = kernel_support(gpu, engine, version) if version is not None else None
+    except InputError:  # a version we cannot order ("latest", "nightly"): as unknown
+        version, support = None, None
+    if support is None:  # unknown version: not the newest release's answer, but which releases each holds for
+        from doctor.hardware.gating import kernel_support_unknown_version
+
+        for kernel, (available, releases) in kernel_support_unknown_version(gpu, engine).items():
+            facts.set(f"gpu.{kernel}", available, f"doctor/hardware/kernels.yaml: {kernel} for sm_{gpu.sm}: "
+                                                  f"{'has it on' if available else 'missing on'} {releases}")
+            facts.set(f"gpu.{kernel}_releases", releases, "doctor/hardware/kernels.yaml")
+        return
     for kernel, available in support.items():
-        facts.set(f"gpu.{kernel}", available, f"doctor/hardware/kernels.yaml: {kernel} for sm_{gpu.sm} on {where}")
+        facts.set(f"gpu.{kernel}", available, f"doctor/hardware/kernels.yaml: {kernel} for sm_{gpu.sm} on "
+                                              f"{engine} {version}")
+        facts.set(f"gpu.{kernel}_releases", f"{engine} {version}", "launch.version")
 
 
 def derive_quantization_match(facts: Facts) -> None:

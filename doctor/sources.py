@@ -215,7 +215,7 @@ def family_facts(facts: Facts) -> Facts:
 
 def parser_since_facts(command: LaunchCommand) -> Facts:
     """For parsers the command names but its engine version lacks: the first release that registers them."""
-    from doctor.engines.catalog import available, load_catalog, version_key
+    from doctor.engines.catalog import registered_runs, registered_since
 
     out = Facts()
     for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
@@ -229,18 +229,34 @@ def parser_since_facts(command: LaunchCommand) -> Facts:
             out.set(key.replace("_since", "_registered"), True, f"engine catalogs: {name!r} is registered in "
                     f"{command.engine} {command.catalog.version}")
             continue
-        newer = [v for v in available(command.engine) if version_key(v) > version_key(command.catalog.version)]
-        since = next((v for v in sorted(newer, key=version_key) if name in getattr(load_catalog(command.engine, v),
-                                                                                   attr)), None)
+        since = registered_since(command.engine, attr, name, command.catalog.version)
         out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
                 if since else f"engine catalogs: no {command.engine} release registers {name!r}")
         if since is None:
-            known = any(name in getattr(load_catalog(command.engine, v), attr) for v in available(command.engine))
-            read = ", ".join(sorted(available(command.engine), key=version_key))
-            out.set(key.replace("_since", "_registered"), known,
-                    f"engine catalogs: {name!r} is {'' if known else 'not '}a registered {command.engine} "
-                    f"{attr.replace('_', ' ')[:-1]} in any catalog read ({read})")
+            out.set(key.replace("_since", "_registered"),
+                    *_registered(command, attr, name, registered_runs(command.engine, attr, name)))
     return out
+
+
+def _registered(command: LaunchCommand, attr: str, name: str, runs: list[tuple[str, str]]) -> tuple[bool | None, str]:
+    """(registered, source) for a parser name the command's release lacks and no later release adds.
+
+    A release that was read (or one between two) lacks it: False, whatever older releases had. With the version
+    unknown: whether any release read has it. Older or newer than every release read: a name no release read has
+    may be the unread release's own, so unknown (None)."""
+    from doctor.engines.catalog import available
+
+    engine, cat = command.engine, command.catalog
+    what = attr.replace("_", " ")[:-1]
+    releases = available(engine)
+    had = f"; {engine} {runs[0][0]}–{runs[-1][1]} had it" if runs else f"; no {engine} release read " \
+        f"({releases[0]}–{releases[-1]}) has it"
+    if cat.coverage == "unknown":
+        return bool(runs), f"engine catalogs: {name!r} is {'' if runs else 'not '}a {what} of any {engine} release " \
+                           f"read ({releases[0]}–{releases[-1]})"
+    if cat.coverage in ("older", "newer") and not runs:
+        return None, f"engine catalogs: {name!r} is not a {what} of any release read; {cat.note}"
+    return False, f"engine catalogs: {name!r} is not a registered {what} of {engine} {cat.version}{had}"
 
 
 def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
@@ -322,23 +338,36 @@ def _tokenizer_vocab(directory: Path) -> set[str] | None:
 def spelling_facts(command: LaunchCommand) -> Facts:
     """How this engine version spells what fixes ask for, when the spelling changed across versions.
 
-    SGLang 0.5.20+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
-    so a fix must use the spelling of the catalog the command was read with.
+    SGLang 0.5.22+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
+    so a fix must use the spelling of the catalog the command was read with — or, with the version unknown, the
+    spelling every release accepts.
     """
     out = Facts()
-    if command.engine == "vllm":  # --cuda-graph-sizes until 0.11, --cudagraph-capture-sizes from 0.13
+    if command.engine == "vllm":  # release history: --cuda-graph-sizes 0.9.0–0.12.0, --cudagraph-capture-sizes 0.11.1 on
         modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
         out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
                 f"engine catalog vllm {command.catalog.version}")
     if command.engine == "sglang":
         tp = command.get("tp_size") or "N"
-        modern = command.catalog.resolve("--attn-dp-size") is not None
-        out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
-                f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {command.catalog.version}")
-        # 0.5.20+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode)
-        per_phase = command.catalog.resolve("--cuda-graph-max-bs-decode") is not None
+        cat = command.catalog
+        if cat.coverage == "unknown":
+            # version unknown: the spelling every release accepts (deprecated, not refused, from 0.5.20 on)
+            legacy = cat.flag("enable_dp_attention")
+            modern = cat.resolve("--attn-dp-size")
+            out.set("engine.dp_attention_flags", f"--enable-dp-attention --dp-size {tp} (newer releases prefer "
+                    f"--attn-dp-size {tp})" if modern is not None and legacy is not None and not legacy.rejected
+                    else f"--attn-dp-size {tp}" if modern is not None else f"--enable-dp-attention --dp-size {tp}",
+                    "engine catalogs sglang: the spelling every release read accepts (version unknown)")
+        else:
+            modern = cat.resolve("--attn-dp-size") is not None
+            out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
+                    f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {cat.version}")
+        # 0.5.14+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode; --cuda-graph-max-bs last in
+        # 0.5.19, per the release history); with the version unknown
+        # the newest spelling, and the fix says from which release it holds (catalog.annotate_since)
+        per_phase = cat.resolve("--cuda-graph-max-bs-decode") is not None
         out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
-                f"engine catalog sglang {command.catalog.version}")
+                f"engine catalog sglang {cat.version}")
     return out
 
 

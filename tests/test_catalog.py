@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared
@@ -20,10 +22,15 @@ from doctor.engines.catalog import (
     available,
     choose_version,
     flag_history,
+    history_path,
     load_catalog,
     version_key,
 )
+from doctor.engines.history import SCHEMA as HISTORY_SCHEMA
 from doctor.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ is not an installed package
+from tools.catalog_gen import history  # noqa: E402
 
 
 def opts(engine: str, version: str) -> set[str]:
@@ -40,24 +47,27 @@ def test_required_versions_ship() -> None:
 
 
 def test_headers_record_how_each_catalog_was_made() -> None:
-    for path in sorted(CATALOG_DIR.glob("*.json")):
-        header = json.loads(path.read_text())["header"]
-        engine, version = header["engine"], header["version"]
-        assert path.name == f"{engine}-{version}.json"
+    for engine in ("vllm", "sglang"):
+        table = json.loads(history_path(engine).read_text())
+        assert table["header"]["schema"] == HISTORY_SCHEMA and table["header"]["engine"] == engine
+        assert table["header"]["generator"] == f"python tools/gen_catalog.py --all --engine {engine}"
+        for release in table["releases"]:
+            version = release["version"]
+            assert release["wheel"].startswith(f"{engine}-{version}-") and release["wheel"].endswith(".whl")
+            assert len(release["sha256"]) == 64 and int(release["sha256"], 16) >= 0
+            assert len(release["generated"]) == 10  # ISO date
+        header = load_catalog(engine, table["releases"][-1]["version"]).header
         assert header["schema"] == SCHEMA
-        assert header["generator"] == f"python tools/gen_catalog.py {engine} {version}"
-        assert header["wheel"].startswith(f"{engine}-{version}-") and header["wheel"].endswith(".whl")
-        assert len(header["sha256"]) == 64 and int(header["sha256"], 16) >= 0
-        assert len(header["generated"]) == 10  # ISO date
+        assert header["generator"] == f"python tools/gen_catalog.py {engine} {header['version']}"
 
 
 def test_catalog_files_are_sorted_for_reviewable_diffs() -> None:
-    for path in sorted(CATALOG_DIR.glob("*.json")):
-        text = path.read_text()
-        data = json.loads(text)
-        assert text == json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", path.name
-        options = [f["options"][0] for f in data["flags"]]
-        assert options == sorted(options), path.name
+    assert sorted(p.name for p in CATALOG_DIR.glob("*.json")) == ["sglang.json", "vllm.json"]
+    for engine in ("vllm", "sglang"):
+        text = history_path(engine).read_text()
+        table = json.loads(text)
+        assert text == history.dump(table), engine
+        assert list(table["flags"]) == sorted(table["flags"]), engine
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +259,9 @@ def test_metrics() -> None:
     assert v13.metric("vllm:gpu_cache_usage_perc") is None
     usage = v13.metric("vllm:kv_cache_usage_perc")
     assert usage["type"] == "gauge" and usage["labels"] == ["model_name", "engine"]
-    assert usage["source"] == "vllm/v1/metrics/loggers.py:460"
+    # unchanged (type, labels) from 0.9.2 to the newest: the history keeps 0.9.2's file:line and says so
+    # (the 0.13.0 wheel has it at loggers.py:460, 0.9.2's at :216)
+    assert usage["source"] == "vllm/v1/metrics/loggers.py:216" and usage["evidence_from"] == "0.9.2"
     preempt = v13.metric("vllm:num_preemptions_total")  # counters are exposed with _total
     assert preempt["name"] == "vllm:num_preemptions" and preempt["type"] == "counter"
     assert v13.metric("vllm:cache_config_info")["type"] == "gauge"  # name held in a local variable
@@ -292,21 +304,21 @@ def test_deprecated_flags_name_their_replacement() -> None:
 # Versions
 # ---------------------------------------------------------------------------------------------
 def test_version_selection_rule() -> None:
-    assert choose_version("vllm", "0.13.0") == ("0.13.0", "")
-    chosen, note = choose_version("vllm", "0.12.0")
-    assert chosen == "0.11.0" and "nearest at or below" in note
-    chosen, note = choose_version("vllm", "0.9.2")
-    assert chosen == available("vllm")[0] and "older than the oldest" in note
+    # every release from vLLM 0.6.0 / SGLang 0.4.0 is read: 0.12.0, 0.9.2 and 0.5.4.post3 are exact now
+    for engine, version in (("vllm", "0.13.0"), ("vllm", "0.12.0"), ("vllm", "0.9.2"), ("sglang", "0.5.4.post3")):
+        assert choose_version(engine, version) == (version, "")
+    chosen, note = choose_version("vllm", "0.12.5")  # no such release: between 0.12.0 and 0.13.0
+    assert chosen == "0.12.0" and "nearest at or below" in note and "0.13.0" in note
+    chosen, note = choose_version("vllm", "0.5.4")
+    assert chosen == available("vllm")[0] == "0.6.0" and "older than every release read" in note
     chosen, note = choose_version("vllm", None)
     assert chosen == available("vllm")[-1] and "unknown" in note
-    chosen, note = choose_version("sglang", "0.5.4.post3")
-    assert chosen == "0.5.4" and note == ""
     chosen, note = choose_version("vllm", "99.0")
-    assert chosen == available("vllm")[-1] and "newer than the newest" in note
+    assert chosen == available("vllm")[-1] and "newer than every release read" in note
     chosen, note = choose_version("sglang", "latest")
     assert chosen == available("sglang")[-1] and "not a version" in note
-    cat = load_catalog("vllm", "0.12.0")
-    assert cat.version == "0.11.0" and cat.requested_version == "0.12.0" and cat.note
+    cat = load_catalog("vllm", "0.12.5")
+    assert cat.version == "0.12.0" and cat.requested_version == "0.12.5" and cat.note and cat.coverage == "between"
 
 
 def test_version_parsing() -> None:

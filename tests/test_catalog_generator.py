@@ -3,8 +3,8 @@
 The interpreter tests run on small *scenario* modules written here (not engine code): each one
 reproduces a construct the real engines use (dataclass fields → argparse kwargs, ``if`` on an
 unknowable condition, ``Literal`` choices, BooleanOptionalAction, registries, metric definitions),
-packed into a throw-away wheel. The regeneration test runs the real generator on a real wheel
-when one is in the wheel cache, and skips with the reason otherwise.
+packed into a throw-away wheel. The regeneration tests run the real generator on real (small) SGLang
+wheels from LLMDOCTOR_WHEEL_DIR (.ci/run downloads them), and skip with the reason when absent (fail under CI).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import WHEEL_DIR, unavailable
+from conftest import WHEEL_DIR, find_wheel_file, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.catalog_gen import scan  # noqa: E402
+from doctor.engines.history import view  # noqa: E402
+from tools.catalog_gen import history, scan  # noqa: E402
 from tools.catalog_gen.argspec import ParserSink, flag_entry  # noqa: E402
 from tools.catalog_gen.interp import ClassObj, Interp, ModuleObj, Unknown  # noqa: E402
-from tools.catalog_gen.wheel import WheelSource, find_wheel  # noqa: E402
+from tools.catalog_gen.wheel import WheelSource  # noqa: E402
 from tools.gen_catalog import dump, generate  # noqa: E402
 
 # A scenario package, not engine code: the shapes the engines use, in miniature.
@@ -159,13 +160,60 @@ def test_registry_and_metric_scans(scenario: WheelSource) -> None:
     assert metrics["eng:preemptions"]["exposed"] == ["eng:preemptions_total"]
 
 
-def test_regenerating_a_real_catalog_gives_the_committed_file() -> None:
-    """Determinism and faithfulness: the shipped sglang 0.4.10 catalog is what the generator reads."""
-    wheel = find_wheel(WHEEL_DIR, "sglang", "0.4.10")
+def _real_wheel(engine: str, version: str) -> Path:
+    """A real wheel from LLMDOCTOR_WHEEL_DIR (.ci/run downloads SGLang 0.4.0 and 0.4.3 there, 0.5 and 0.8 MB)."""
+    wheel = find_wheel_file(engine, version)
     if wheel is None:
-        unavailable(f"sglang 0.4.10 wheel not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; tools/README.md; .ci/run fills it)")
-    committed_path = ROOT / "doctor" / "engines" / "catalogs" / "sglang-0.4.10.json"
-    committed = json.loads(committed_path.read_text())
-    fresh = generate("sglang", "0.4.10", wheel, date=committed["header"]["generated"])
-    assert fresh["header"]["sha256"] == committed["header"]["sha256"]
-    assert dump(fresh) == committed_path.read_text()
+        unavailable(f"{engine} {version} wheel not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; tools/README.md; "
+                    ".ci/run fills it)")
+    return wheel
+
+
+def test_regenerating_the_first_release_gives_the_committed_history_byte_for_byte() -> None:
+    """Determinism and faithfulness: SGLang 0.4.0 (0.5 MB wheel), the first release in the history table, read
+    again by the generator, is exactly the table's view of 0.4.0 — every flag, parser, metric, default, file:line."""
+    table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "sglang.json").read_text())
+    release = table["releases"][0]
+    assert release["version"] == "0.4.0"
+    wheel = _real_wheel("sglang", "0.4.0")
+    fresh = generate("sglang", "0.4.0", wheel, date=release["generated"])
+    assert fresh["header"]["sha256"] == release["sha256"]
+    assert dump(fresh) == dump(view(table, "0.4.0"))
+
+
+def test_a_later_release_reads_the_same_as_its_view() -> None:
+    """A release in the middle of the table (SGLang 0.4.3, 0.8 MB): same flags, choices, defaults, parsers and
+    metrics as a fresh read; items that took their form in 0.4.3 carry its own file:line."""
+    table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "sglang.json").read_text())
+    wheel = _real_wheel("sglang", "0.4.3")
+    fresh = generate("sglang", "0.4.3", wheel)
+    seen = view(table, "0.4.3")
+
+    def strip(catalog: dict) -> dict:
+        body = {k: v for k, v in catalog.items() if k != "header"}
+        body["tool_parsers"], body["reasoning_parsers"] = sorted(body["tool_parsers"]), sorted(body["reasoning_parsers"])
+        body["parser"] = {k: v for k, v in body["parser"].items() if not k.endswith("_source")}
+        return history.semantic(body)
+
+    assert strip(fresh) == strip(seen)
+    fresh_flags = {f["options"][0]: f for f in fresh["flags"]}
+    own = [f for f in seen["flags"] if "evidence_from" not in f]
+    assert own, "0.4.3 changed some flags"
+    for flag in own:
+        assert flag["source"] == fresh_flags[flag["options"][0]]["source"]
+
+
+def test_history_runs_split_on_a_changed_choice_not_on_moved_lines() -> None:
+    """Scenario catalogs (not engine data): a moved source line extends a run; a new choice starts one."""
+    def catalog(version: str, line: int, choices: list[str]) -> dict:
+        return {"header": {"schema": "llmdoctor.catalog/1", "version": version, "wheel": f"e-{version}.whl",
+                           "sha256": "0" * 64, "generated": "2026-01-01"},
+                "parser": {"allow_abbrev": True, "allow_abbrev_source": f"e.py:{line}"},
+                "flags": [{"options": ["--x"], "dest": "x", "choices": choices, "source": f"e.py:{line}"}],
+                "tool_parsers": {"a": f"p.py:{line}"}, "reasoning_parsers": {}, "metrics": [], "defaults": {}}
+    reads = [catalog("1.0", 10, ["a"]), catalog("1.1", 12, ["a"]), catalog("1.2", 15, ["a", "b"])]
+    table = history.build("e", reads)
+    assert [(r["since"], r["until"]) for r in table["flags"]["--x"]] == [("1.0", "1.1"), ("1.2", "1.2")]
+    assert [(r["since"], r["until"]) for r in table["tool_parsers"]["a"]] == [("1.0", "1.2")]
+    assert table["parser"]["allow_abbrev_source"] == [{"since": "1.0", "until": "1.2", "value": "e.py:10"}]
+    assert view(json.loads(history.dump(table)), "1.1")["flags"][0] == {**reads[0]["flags"][0], "evidence_from": "1.0"}

@@ -20,6 +20,7 @@ from seed_commands import (
     SEED_QWEN35_MM,
 )
 
+from doctor.engines.catalog import flag_history, version_key
 from doctor.engines.command import parse_command
 from doctor.errors import InputError
 
@@ -110,7 +111,9 @@ def test_seed_qwen35_multimodal_flags_too_new_for_010() -> None:
     assert cmd.get("enable_prefix_caching") is True and cmd.get("reasoning_parser") == "qwen3"
     old = parse_command(SEED_QWEN35_MM, engine_version="0.10.0")
     assert kinds(old) == {"too_new_flag": ["--mm-encoder-tp-mode", "--mm-processor-cache-type"]}
-    assert problem(old, "too_new_flag", "--mm-encoder-tp-mode").detail["since"] == "0.11.0"
+    # every release is read now: --mm-encoder-tp-mode arrived in 0.10.2, --mm-processor-cache-type in 0.11.0
+    assert problem(old, "too_new_flag", "--mm-encoder-tp-mode").detail["since"] == "0.10.2"
+    assert problem(old, "too_new_flag", "--mm-processor-cache-type").detail["since"] == "0.11.0"
     assert old.get("reasoning_parser") == "qwen3"  # the walk carries on after a too-new flag
 
 
@@ -213,8 +216,10 @@ def test_deprecated_and_removed_flags() -> None:
     detail = problem(s, "deprecated_flag", "--enable-ep-moe").detail
     assert detail["replacement"] == "--ep-size" and detail["rejected"] is True
     gone = parse_command("python3 -m sglang.launch_server --model-path m --enable-ep-moe", engine_version="0.5.23")
-    detail = problem(gone, "unknown_flag", "--enable-ep-moe").detail
-    assert detail["last_seen"] in ("0.5.4", "0.5.6", "0.5.8", "0.5.12", "0.5.16", "0.5.20")
+    # the history: refused (DeprecatedAction) with new_flag --ep-size until its last release, then gone
+    detail = problem(gone, "renamed_flag", "--enable-ep-moe").detail
+    assert detail["replacement"] == "--ep-size" and detail["last"] == flag_history("sglang")["--enable-ep-moe"][1]
+    assert version_key(detail["last"]) < version_key(detail["dropped_in"]) <= version_key("0.5.23")
     v = parse_command("vllm serve m --disable-log-requests", engine_version="0.13.0")
     assert kinds(v) == {"deprecated_flag": ["--disable-log-requests"]}
 
@@ -267,7 +272,7 @@ def test_docker_run_with_version_from_tag() -> None:
 def test_docker_sglang_image_with_command() -> None:
     cmd = parse_command("docker run --gpus all --shm-size 32g lmsysorg/sglang:v0.5.4.post1-cu126 "
                         "python3 -m sglang.launch_server --model-path m --tp 2")
-    assert (cmd.engine, cmd.version, cmd.catalog.version) == ("sglang", "0.5.4.post1", "0.5.4")
+    assert (cmd.engine, cmd.version, cmd.catalog.version) == ("sglang", "0.5.4.post1", "0.5.4.post1")  # read itself
     assert cmd.get("tp_size") == 2 and cmd.catalog.note == ""
 
 

@@ -30,8 +30,9 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @click.option("--file", "command_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Read the command from FILE ('-' for stdin): a shell line, a script, a docker run, or a "
                    "Kubernetes args:/command: list.")
-@click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag, "
-                                                   "else the newest catalog).")
+@click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag; "
+                                                   "else unknown: flags spelled as the newest release, findings "
+                                                   "that depend on the version say which releases they hold for).")
 @click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
                                                     "example:NAME (default: the command's model: a local path, the HF cache, "
                                                     "then the Hub).")

@@ -1,17 +1,19 @@
-"""Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang version.
+"""Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang release.
 
-The catalogs are JSON files generated from the engines' real wheels (``tools/gen_catalog.py``; see
-tools/README.md) and shipped in ``doctor/engines/catalogs/``. This module loads them lazily (only the
-version asked for; JSON only, no engine import) and answers the questions the launch-command parser
+Every release from vLLM 0.6.0 and SGLang 0.4.0 on is read from its real wheel (``tools/gen_catalog.py``;
+see tools/README.md) into one history table per engine, ``doctor/engines/catalogs/<engine>.json``
+(since/until per item, doctor/engines/history.py). This module rebuilds the release asked for from it
+(cached between runs; JSON only, no engine import) and answers the questions the launch-command parser
 and the linter ask: what does this token resolve to *exactly as that engine's argparse would*
 (aliases, ``--flag=value``, vLLM's ``_``→``-`` rewriting and dotted JSON keys, prefix abbreviations
-when the parser allows them), what are the choices, the defaults, the registered parser names.
+when the parser allows them), what are the choices, the defaults, the registered parser names — and,
+for a flag that release lacks, what the history says (``flag_change``: too new, removed, renamed).
 
-Version rule: a requested version uses the catalog of the same version, else the nearest catalog
-*at or below* it (flags only accumulate or get deprecated between neighbouring releases far more
-often than they disappear, and a flag the older catalog lacks is reported as "too new" from the
-newer ones rather than silently accepted). A version older than the oldest catalog uses the oldest;
-no version uses the newest. Either way ``Catalog.note`` says what was done.
+Version rule (``_choose``): a release that was read is used as is; a post-release or local build of one
+uses it; a version between two releases uses the nearest at or below (flags of the next are "too
+new"); older than the oldest uses the oldest, newer than the newest the newest; no version (or not a
+version number) reads flags with the newest release but is *unknown*: nothing is too new and a flag
+only older releases had is valid up to its last release. ``Catalog.note`` says which case applied.
 """
 
 from __future__ import annotations
@@ -47,15 +49,22 @@ def version_key(version: str) -> tuple[Any, ...]:
 
 
 def available(engine: str) -> list[str]:
-    """Versions with a shipped catalog for ``engine``, oldest first."""
+    """The releases of ``engine`` that were read into its history table, oldest first."""
     _check_engine(engine)
     return list(_available(engine))
 
 
 @cache
 def _available(engine: str) -> tuple[str, ...]:
-    versions = [p.name[len(engine) + 1: -len(".json")] for p in CATALOG_DIR.glob(f"{engine}-*.json")]
-    return tuple(sorted(versions, key=version_key))
+    from doctor.datacache import cached
+
+    path = history_path(engine)
+    return tuple(cached(f"engines.catalog.{engine}.releases", [path],
+                        lambda: [r["version"] for r in _parse_history(path)["releases"]]))
+
+
+def history_path(engine: str) -> Path:
+    return CATALOG_DIR / f"{engine}.json"
 
 
 def _check_engine(engine: str) -> None:
@@ -63,29 +72,53 @@ def _check_engine(engine: str) -> None:
         raise InputError(f"engine: {engine!r} is not a known engine (expected one of: {', '.join(ENGINES)})")
 
 
+#: Catalog.coverage: how the requested version relates to the releases read
+COVERAGE = ("exact", "series", "between", "older", "newer", "unknown")
+
+
 def choose_version(engine: str, requested: str | None) -> tuple[str, str]:
-    """(catalog version, note) for a requested engine version; the note is '' for an exact match."""
+    """(release read, note) for a requested engine version; the note is '' for a release that was read."""
+    chosen, note, _ = _choose(engine, requested)
+    return chosen, note
+
+
+def _choose(engine: str, requested: str | None) -> tuple[str, str, str]:
+    """(release read, note, coverage) — see COVERAGE and tools/README.md "Which release a version uses"."""
     versions = available(engine)
     if not versions:
-        raise InputError(f"engine catalogs: none shipped for {engine} in {CATALOG_DIR}")
+        raise InputError(f"engine catalogs: no releases in {history_path(engine)}")
     newest, oldest = versions[-1], versions[0]
+    span = f"{oldest}–{newest}"
     if requested is None:
-        return newest, f"{engine} version unknown: using the newest catalog ({newest})"
+        return newest, (f"{engine} version unknown: flags read with the newest release ({newest}); "
+                        f"version-dependent findings say which releases they hold for"), "unknown"
     try:
         want = version_key(requested)
     except ValueError:
-        return newest, f"{engine} version {requested!r} is not a version number: using the newest catalog ({newest})"
+        return newest, (f"{engine} version {requested!r} is not a version number: treated as unknown, flags read "
+                        f"with the newest release ({newest})"), "unknown"
     if requested in versions:
-        return requested, ""
+        return requested, "", "exact"
+    series = [v for v in versions if release(v) == release(requested)]
+    if series and version_key(series[0]) > want:  # a pre-release or dev build (0.11.1rc2.dev5+g…) of a release read
+        return series[0], (f"{engine} {requested} is a pre-release of {series[0]}: flags read with {series[0]}; a "
+                           f"flag added late in that cycle may be missing from it"), "series"
     below = [v for v in versions if version_key(v) <= want]
     if not below:
-        return oldest, f"{engine} {requested} is older than the oldest catalog: flags checked against {oldest}"
+        return oldest, (f"{engine} {requested} is older than every release read ({span}): flags checked against "
+                        f"{oldest}, the oldest; a flag {oldest} lacks may still have existed in {requested}"), "older"
     chosen = below[-1]
-    if release(chosen) == release(requested):
-        return chosen, ""  # a post-release of a catalogued version
-    if chosen == newest:
-        return chosen, f"{engine} {requested} is newer than the newest catalog: flags checked against {newest}"
-    return chosen, f"no catalog for {engine} {requested}: using {chosen}, the nearest at or below"
+    if chosen == newest and release(chosen) != release(requested):
+        return chosen, (f"{engine} {requested} is newer than every release read ({span}): flags checked against "
+                        f"{newest}; a flag added after {newest} cannot be known and is reported as unknown"), "newer"
+    if release(chosen) == release(requested):  # a local build (+cpu) or an unread post-release of a release read
+        if version_key(chosen) == want:
+            return chosen, "", "series"
+        return chosen, (f"{engine} {requested} is not a release that was read: using {chosen}, the nearest of the "
+                        f"same release series"), "series"
+    after = versions[versions.index(chosen) + 1]
+    return chosen, (f"{engine} {requested} is not a release that was read: using {chosen}, the nearest at or below "
+                    f"(the next is {after}; flags it added are reported as too new)"), "between"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,6 +145,8 @@ class FlagSpec:
     help: str
     source: str
     field: str | None
+    #: the release whose wheel ``source`` was read in, when not the catalog's own (doctor/engines/history.py)
+    evidence_from: str | None = None
 
     @property
     def name(self) -> str:
@@ -144,7 +179,7 @@ class FlagSpec:
             values_case_insensitive=bool(d.get("values_case_insensitive", False)),
             deprecated=bool(d.get("deprecated", False)), replacement=d.get("replacement"),
             rejected=bool(d.get("rejected", False)), help=d.get("help", ""), source=d.get("source", ""),
-            field=d.get("field"),
+            field=d.get("field"), evidence_from=d.get("evidence_from"),
         )
 
 
@@ -182,6 +217,8 @@ class Catalog:
     reasoning_parsers: tuple[str, ...]
     metrics: tuple[dict[str, Any], ...]
     defaults: dict[str, Any]
+    #: how the requested version relates to the releases read (COVERAGE): "unknown" when no version was given
+    coverage: str = "exact"
     _by_option: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
     _by_dest: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
@@ -280,13 +317,14 @@ class Catalog:
         return None
 
     def nearest_flag(self, token: str) -> str | None:
-        """The real flag a mistyped one most likely meant ("did you mean").
+        """The real flag a mistyped one most likely meant ("did you mean"), or None.
 
-        A real option followed by ``-``/``_`` and more (``--reasoning-parser-glm45``: a value glued on
-        with a dash) wins; otherwise difflib's closest long option.
+        Only near misses: a real option with a value glued on (``--reasoning-parser-glm45``), a real option
+        with a few letters more (``--max-model-length``), or one within two edits (``--tensor-paralel-size``).
+        difflib's similarity alone matched unrelated flags that share a word (``--lora-path`` →
+        ``--root-path``, ``--enable-reasoning`` → ``--enable-prefix-caching``); renames come from the
+        history (``flag_change``), not from spelling.
         """
-        import difflib  # lazy: only an unknown flag needs it
-
         name = token.partition("=")[0]
         if self.parser.get("underscores_as_dashes") and name.startswith("--"):
             name = "--" + name[2:].replace("_", "-")
@@ -294,17 +332,36 @@ class Catalog:
         glued = [o for o in longs if name.startswith(o) and len(name) > len(o) and name[len(o)] in "-_"]
         if glued:
             return max(glued, key=len)
-        close = difflib.get_close_matches(name, longs, n=1, cutoff=0.6)
-        return close[0] if close else None
+        longer = [o for o in longs if name.startswith(o) and len(name) - len(o) <= 4]
+        if longer:
+            return max(longer, key=len)
+        best = min(((_edit_distance(name, o, 3), o) for o in longs if abs(len(o) - len(name)) <= 2), default=None)
+        return best[1] if best is not None and best[0] <= 2 else None
+
+
+def _edit_distance(a: str, b: str, cap: int) -> int:
+    """Levenshtein distance with adjacent transpositions, giving up (returning ``cap``) once it exceeds cap - 1."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        if min(row) >= cap:
+            return cap
+        prev2, prev = prev, row
+    return min(prev[-1], cap)
 
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
 def load_catalog(engine: str, version: str | None = None) -> Catalog:
-    """The catalog for ``engine`` at ``version`` (None: the newest); see the module doc for the rule."""
+    """The catalog for ``engine`` at ``version`` (None: unknown, the newest release's flags); see the module doc."""
     _check_engine(engine)
-    chosen, note = choose_version(engine, version)
+    chosen, note, coverage = _choose(engine, version)
     data = _load_json(engine, chosen)
     by_option, by_dest = _indexes(engine, chosen)
     return Catalog(
@@ -312,27 +369,39 @@ def load_catalog(engine: str, version: str | None = None) -> Catalog:
         header=data.get("header", {}), parser=data.get("parser", {}), flags=_flag_specs(engine, chosen),
         tool_parsers=tuple(data.get("tool_parsers", {})), reasoning_parsers=tuple(data.get("reasoning_parsers", {})),
         metrics=tuple(data.get("metrics", [])), defaults=data.get("defaults", {}),
-        _by_option=by_option, _by_dest=by_dest,
+        coverage=coverage, _by_option=by_option, _by_dest=by_dest,
     )
 
 
 @cache
 def _load_json(engine: str, version: str) -> dict[str, Any]:
-    """One catalog, kept parsed between runs (doctor/datacache.py): json.loads of a 240 kB catalog is a few ms
-    of every command that reads a launch command, marshal a fraction of that."""
+    """One release's view of the history table, kept between runs (doctor/datacache.py): a run pays for marshal
+    of one release's catalog, not for json.loads of the whole history."""
+    from doctor.datacache import cached
+    from doctor.engines import history
+
+    path = history_path(engine)
+    return cached(f"engines.catalog.{engine}-{version}", [path, Path(history.__file__)],
+                  lambda: history.view(_history(engine), version))
+
+
+@cache
+def _history(engine: str) -> dict[str, Any]:
     from doctor.datacache import cached
 
-    path = CATALOG_DIR / f"{engine}-{version}.json"
-    return cached(f"engines.catalog.{engine}-{version}", [path], lambda: _parse_json(path))
+    path = history_path(engine)
+    return cached(f"engines.catalog.{engine}.history", [path], lambda: _parse_history(path))
 
 
-def _parse_json(path: Path) -> dict[str, Any]:
+def _parse_history(path: Path) -> dict[str, Any]:
+    from doctor.engines.history import SCHEMA as HISTORY_SCHEMA
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read engine catalog: {exc}") from None
-    if data.get("header", {}).get("schema") != SCHEMA:
-        raise InputError(f"{path}: header.schema: expected {SCHEMA}")
+        raise InputError(f"{path}: cannot read engine catalog history: {exc}") from None
+    if data.get("header", {}).get("schema") != HISTORY_SCHEMA:
+        raise InputError(f"{path}: header.schema: expected {HISTORY_SCHEMA}")
     return data
 
 
@@ -357,15 +426,167 @@ def _flag_specs(engine: str, version: str) -> tuple[FlagSpec, ...]:
 
 
 @cache
-def flag_history(engine: str) -> dict[str, tuple[str, str]]:
-    """Option string → (first, last) catalog version that has it: for "too new" and "removed" notes.
+def flag_runs(engine: str) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
+    """Option string → [(since, until, flag)]: every run of releases that had the option, oldest first.
 
-    Loads every catalog of the engine, so it is only called when a flag was not found.
-    """
-    history: dict[str, tuple[str, str]] = {}
-    for version in available(engine):
-        for spec in _flag_specs(engine, version):
-            for option in spec.options:
-                first = history.get(option, (version, version))[0]
-                history[option] = (first, version)
-    return history
+    Reads the whole history table, so it is only called when a flag was not found."""
+    from doctor.engines.history import option_runs
+
+    return option_runs(_history(engine))
+
+
+def registered_runs(engine: str, kind: str, name: str) -> list[tuple[str, str]]:
+    """[(since, until)]: the runs of releases whose ``kind`` registry ("tool_parsers" / "reasoning_parsers") has
+    ``name``, from the history table (empty: no release read registers it)."""
+    return [(r["since"], r["until"]) for r in _history(engine).get(kind, {}).get(name, [])]
+
+
+def registered_since(engine: str, kind: str, name: str, after: str) -> str | None:
+    """The first release after ``after`` whose ``kind`` registry has ``name``; None when no later release read
+    has it."""
+    order = {v: i for i, v in enumerate(available(engine))}
+    later = [since for since, _ in registered_runs(engine, kind, name) if order[since] > order[after]]
+    return later[0] if later else None
+
+
+@cache
+def option_since(engine: str) -> dict[str, str]:
+    """Option → the first release read that has it. A small index kept between runs (doctor/datacache.py), so a
+    command whose version is unknown does not pay for the whole history to annotate its fixes."""
+    from doctor.datacache import cached
+
+    return cached(f"engines.catalog.{engine}.since", [history_path(engine), Path(__file__)],
+                  lambda: {option: runs[0][0] for option, runs in flag_runs(engine).items()})
+
+
+_OPTION = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+
+
+def annotate_since(engine: str, text: str) -> str:
+    """With the engine version unknown, a fix must say when a flag it names is not valid on the releases in
+    question: an option that arrived after the first quarter of the releases read (SGLang's ``--attn-dp-size``,
+    0.5.22) is listed with its first release. One that only the oldest releases lack (``--ep-size``, missing from
+    SGLang 0.4.0 alone) is left alone: annotating every fix for one release of 2024 would bury the ones that
+    matter."""
+    since = option_since(engine)
+    versions = available(engine)
+    cutoff = version_key(versions[len(versions) // 4])
+    label = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    needs = {}
+    for option in _OPTION.findall(text):
+        first = since.get(option)
+        if first is not None and version_key(first) > cutoff:
+            needs.setdefault(option, first)
+    if not needs:
+        return text
+    return f"{text} (version unknown: " + ", ".join(f"{o} needs {label} ≥ {v}" for o, v in needs.items()) + ")"
+
+
+@cache
+def default_changes(engine: str) -> dict[str, list[tuple[str, str, Any]]]:
+    """Setting → [(since, until, default)] for every flag dest (and ``defaults`` entry, as ``defaults.NAME``)
+    whose default differed between releases read (a null default — computed at startup, or not read — is left
+    out, not counted as a difference). A small index kept between runs, so that a command whose
+    version is unknown can say that a default it relies on is only the newest release's."""
+    from doctor.datacache import cached
+
+    def build() -> dict[str, list[list[Any]]]:
+        table = _history(engine)
+        runs: dict[str, list[list[Any]]] = {}
+        for item_runs in table.get("flags", {}).values():
+            for run in item_runs:
+                value = run["value"]
+                if not value.get("default_unknown") and value.get("default") is not None:
+                    runs.setdefault(value["dest"], []).append([run["since"], run["until"], value.get("default")])
+        for name, item_runs in table.get("defaults", {}).items():
+            runs[f"defaults.{name}"] = [[r["since"], r["until"], r["value"].get("default")] for r in item_runs
+                                        if r["value"].get("default") is not None]
+        order = {v: i for i, v in enumerate(available(engine))}
+        out = {}
+        for key, found in runs.items():
+            found.sort(key=lambda r: order[r[0]])
+            merged: list[list[Any]] = []
+            for since, until, default in found:  # consecutive runs with the same default are one
+                if merged and merged[-1][2] == default:
+                    merged[-1][1] = until
+                else:
+                    merged.append([since, until, default])
+            if len(merged) > 1:
+                out[key] = merged
+        return out
+
+    data = cached(f"engines.catalog.{engine}.defaults", [history_path(engine), Path(__file__)], build)
+    return {k: [tuple(r) for r in v] for k, v in data.items()}
+
+
+def default_hedge(catalog: Catalog, key: str) -> str:
+    """'' unless the version is unknown and the default of ``key`` (a dest, or ``defaults.NAME``) differed
+    between releases: then which releases had which default, for the fact's source."""
+    if catalog.coverage != "unknown":
+        return ""
+    changes = default_changes(catalog.engine).get(key)
+    if not changes:
+        return ""
+    older = [f"{since}–{until}: {json.dumps(default)}" for since, until, default in changes[:-1]]
+    return f"; version unknown, and older releases differ ({', '.join(older)})"
+
+
+def flag_history(engine: str) -> dict[str, tuple[str, str]]:
+    """Option string → (first, last) release read that has it."""
+    return {option: (runs[0][0], runs[-1][1]) for option, runs in flag_runs(engine).items()}
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    """What the history says about an option that the catalog in use does not have.
+
+    ``kind``: "too_new" (first registered after this release: ``since``), "removed" (last in ``last``, gone
+    from ``dropped_in`` on) or "renamed" (removed, and ``replacement`` is the option that took its place in
+    this release). ``valid_until`` is the last release that accepts it, when it is an older flag."""
+
+    kind: str
+    option: str
+    since: str | None = None
+    last: str | None = None
+    dropped_in: str | None = None
+    replacement: str | None = None
+    evidence: str = ""
+    spec: FlagSpec | None = None
+
+
+def flag_change(catalog: Catalog, option: str) -> FlagChange | None:
+    """How ``option`` (normalised, no value) relates to ``catalog``'s release, from the history; None: never seen."""
+    runs = flag_runs(catalog.engine).get(option)
+    if not runs:
+        return None
+    versions = available(catalog.engine)
+    at = versions.index(catalog.version)
+    order = {v: i for i, v in enumerate(versions)}
+    before = [r for r in runs if order[r[1]] < at]
+    after = [r for r in runs if order[r[0]] > at]
+    if not before:
+        if not after:
+            return None
+        since, _, flag = after[0]
+        return FlagChange("too_new", option, since=since, evidence=f"{catalog.engine} {since} {flag.get('source')}",
+                          spec=FlagSpec.from_json(flag))
+    first, last, flag = before[-1]
+    spec = FlagSpec.from_json(flag)
+    dropped = versions[order[last] + 1]
+    replacement = _replacement(catalog, spec)
+    evidence = f"{catalog.engine} {first} {flag.get('source')} (unchanged to {last}); absent from {dropped}"
+    return FlagChange("renamed" if replacement else "removed", option, since=runs[0][0], last=last, dropped_in=dropped,
+                      replacement=replacement, evidence=evidence, spec=spec)
+
+
+def _replacement(catalog: Catalog, old: FlagSpec) -> str | None:
+    """The option of ``catalog`` that took over a dropped flag: the one its deprecation named, else the flag that
+    stores into the same setting (dest, or the same config field)."""
+    if old.replacement:
+        named = catalog.resolve(old.replacement.split()[0])
+        if named is not None:
+            return old.replacement.split()[0] if old.replacement.split()[0] in named.options else named.name
+    same = catalog.flag(old.dest)
+    if same is None and old.field:
+        same = next((f for f in catalog.flags if f.field == old.field), None)
+    return same.name if same is not None else None

@@ -25,9 +25,9 @@ from doctor.engines.catalog import (
     Catalog,
     FlagSpec,
     Resolution,
-    flag_history,
+    available,
+    flag_change,
     load_catalog,
-    version_key,
 )
 from doctor.engines.semantics import equivalent_dest, folk_flag
 from doctor.errors import InputError
@@ -71,7 +71,8 @@ class Problem:
 
 
 KINDS = ("unknown_flag", "other_engine_flag", "too_new_flag", "ambiguous_flag", "invalid_value", "missing_value",
-         "deprecated_flag", "secret_flag", "abbreviated_flag", "duplicate_flag", "unexpected_positional")
+         "deprecated_flag", "secret_flag", "abbreviated_flag", "duplicate_flag", "unexpected_positional",
+         "removed_flag", "renamed_flag")
 
 
 @dataclass
@@ -381,16 +382,10 @@ class _Walker:
             cmd.problems.append(Problem("ambiguous_flag", name, {"matches": ambiguous}))
             self._skip_value(tok, None)
             return
-        history = flag_history(cmd.engine).get(norm)
-        if history is not None:
-            first, last = history
-            if version_key(first) > version_key(cat.version):
-                cmd.problems.append(Problem("too_new_flag", name, {"since": first, "catalog": cat.version}))
-                self._skip_value(tok, _spec_in(cmd.engine, first, norm))
-                return
-            detail = {"nearest": cat.nearest_flag(name), "last_seen": last}
-            cmd.problems.append(Problem("unknown_flag", name, detail))
-            self._skip_value(tok, _spec_in(cmd.engine, last, norm))
+        change = flag_change(cat, norm)
+        if change is not None:
+            self._history_problem(name, change)
+            self._skip_value(tok, change.spec)
             return
         other = "sglang" if cmd.engine == "vllm" else "vllm"
         other_cat = load_catalog(other)
@@ -416,8 +411,35 @@ class _Walker:
             spec = cat.flag(folk.get("means", ""))
             detail["equivalent"] = spec.name if spec is not None else None
             detail["note"] = folk.get("note", "")
+        if not detail.get("note") and not detail["nearest"]:
+            releases = available(cmd.engine)
+            detail["note"] = f"no {cmd.engine} release from {releases[0]} to {releases[-1]} has it"
+            if cat.coverage in ("older", "newer"):  # the release itself was not read: say what that means
+                detail["note"] += f"; {cmd.engine} {cmd.version} itself was not read and may have it"
+            detail["remedy"] = "drop it"
         cmd.problems.append(Problem("unknown_flag", name, detail))
         self._skip_value(tok, None)
+
+    def _history_problem(self, name: str, change: Any) -> None:
+        """A flag this release lacks but another release read has: too new, removed, or renamed.
+
+        With the version unknown (the newest release's flags were used) a dropped flag is not an error but a
+        condition: it is valid up to ``last`` — the detail says so, and nothing is called too new."""
+        cmd, cat = self.cmd, self.cat
+        if change.kind == "too_new":
+            cmd.problems.append(Problem("too_new_flag", name, {"since": change.since, "catalog": cat.version,
+                                                               "evidence": change.evidence}))
+            return
+        detail = {"last": change.last, "dropped_in": change.dropped_in, "since": change.since,
+                  "replacement": change.replacement, "evidence": change.evidence,
+                  "version_known": cat.coverage != "unknown"}
+        if cat.coverage == "unknown":
+            detail["note"] = (f"valid on {cmd.engine} {change.since}–{change.last}; refused from {change.dropped_in} "
+                              f"on (version unknown)")
+        else:
+            detail["note"] = f"{cmd.engine} {change.dropped_in} dropped it (last in {change.last})"
+        kind = "renamed_flag" if change.kind == "renamed" else "removed_flag"
+        cmd.problems.append(Problem(kind, name, detail))
 
     def _skip_value(self, tok: str, spec: FlagSpec | None) -> None:
         """Step over the value an unknown flag most likely has, so it is not read as the model."""

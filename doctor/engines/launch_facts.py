@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from doctor.engines.catalog import default_hedge
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
@@ -25,6 +26,8 @@ _PROBLEM_FACTS = {
     "missing_value": "launch.missing_values",
     "unexpected_positional": "launch.unexpected_positionals",
     "duplicate_flag": "launch.duplicate_flags",
+    "removed_flag": "launch.removed_flags",
+    "renamed_flag": "launch.renamed_flags",
 }
 
 
@@ -37,8 +40,10 @@ def launch_facts(cmd: LaunchCommand) -> Facts:
         facts.set("launch.version", cmd.version, cmd.version_source)
     else:
         facts.error("launch.version", f"no version given and no image tag: flags read with the newest "
-                                      f"{cmd.engine} catalog ({cat.version})")
-    facts.set("launch.catalog_version", cat.version, cat.note or f"catalog {cat.engine}-{cat.version}.json")
+                                      f"{cmd.engine} catalog ({cat.version}); version-dependent findings "
+                                      f"say which releases they hold for")
+    facts.set("launch.catalog_version", cat.version,
+              cat.note or f"catalog history doctor/engines/catalogs/{cat.engine}.json, release {cat.version}")
     holes = _placeholder_reasons(cmd)
     model_hole = holes.get("model") or holes.get("model_path")
     if cmd.model is None and model_hole:
@@ -196,12 +201,14 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
         spec = cat.flag(case["default"])
         if spec is None or not spec.default_known or spec.default is None:
             return None
-        return spec.default, f"default of {cat.engine} {cat.version} ({spec.name})"
+        return spec.default, (f"default of {cat.engine} {cat.version} ({spec.name})"
+                              + default_hedge(cat, spec.dest))
     if "engine_default" in case:
         entry = cat.defaults.get(case["engine_default"], {})
         if entry.get("default") is None:
             return None
-        return entry["default"], f"default of {cat.engine} {cat.version}"
+        return entry["default"], (f"default of {cat.engine} {cat.version}"
+                                  + default_hedge(cat, f"defaults.{case['engine_default']}"))
     if "const" in case:
         why = case.get("why")
         return case["const"], (f"engine behaviour: {why}" if why else

@@ -82,3 +82,33 @@ def kernel_support(gpu: GpuModel, engine: str | None = None, version: str | None
         for name, rules in per_engine.items():
             out[f"{kernel}_since.{name}"] = next((r.since for r in rules if gpu.sm in r.sm), None)
     return out
+
+
+def kernel_support_unknown_version(gpu: GpuModel, engine: str) -> dict[str, tuple[bool, str]]:
+    """kernel → (verdict, which releases it holds for) when the engine is known but its version is not.
+
+    The newest release's answer is not the answer for an unknown version: SGLang < 0.5.20 has no DSA path for
+    sm_120 although 0.5.20 has one. When the releases disagree (from the kernel's first rule on: before it the
+    engine does not have the feature at all, which is the engine-too-old question), the verdict is False —
+    the failure is possible — and the text names the releases where it holds, and where it does not."""
+    out: dict[str, tuple[bool, str]] = {}
+    for kernel, per_engine in kernel_rules().items():
+        rules = per_engine.get(engine)
+        if not rules:
+            continue
+        states: list[tuple[str, bool, KernelRule]] = []
+        for r in rules:  # consecutive rules with the same verdict for this sm are one span
+            if not states or states[-1][1] != (gpu.sm in r.sm):
+                states.append((r.since, gpu.sm in r.sm, r))
+        if all(ok == states[0][1] for _, ok, _ in states):
+            out[kernel] = (states[0][1], f"every {engine} release since {states[0][0]}")
+            continue
+        missing, present = [], []
+        for i, (since, ok, rule) in enumerate(states):
+            until = states[i + 1][0] if i + 1 < len(states) else None
+            span = f"{since} ≤ {engine} < {until}" if until else f"{engine} ≥ {since}"
+            if i == 0 and not ok and until:
+                span = f"{engine} < {until}"
+            (present if ok else missing).append(span + (f" ({rule.only})" if ok and rule.only else ""))
+        out[kernel] = (False, f"{', '.join(missing)} (version unknown; {', '.join(present)} has it)")
+    return out

@@ -188,7 +188,13 @@ def render_fix(cause: Cause, facts: Facts) -> str:
     else:
         names = {"vllm": "vLLM", "sglang": "SGLang"}
         text = "\n".join(f"{names[e]}: {t}" for e, t in cause.fix.items())
-    return render(text, facts)
+    text = render(text, facts)
+    if engine in ("vllm", "sglang") and "launch.version" not in facts:
+        # the version is unknown: say from which release each flag the fix names is valid
+        from doctor.engines.catalog import annotate_since
+
+        text = annotate_since(engine, text)
+    return text
 
 
 #: Inputs that, once given, make their namespace's hint moot: the fact is missing because the input does not

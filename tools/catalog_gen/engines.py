@@ -155,6 +155,9 @@ def _vllm(src: WheelSource) -> dict[str, Any]:
     })
     sink, entry, init_kwargs = _vllm_serve_parser(src, interp)
     flags, positionals = _flags(sink)
+    if "model_tag" not in positionals and _vllm_scripts_model_tag(src):
+        positionals.insert(0, "model_tag")
+        entry = f"{src.path('vllm.scripts')}:main → {entry}"
 
     # --quantization has no argparse choices (plugins may add methods); the engine checks the
     # value against QUANTIZATION_METHODS when it builds ModelConfig.
@@ -175,6 +178,9 @@ def _vllm(src: WheelSource) -> dict[str, Any]:
         if flag is not None and flag.get("choices") == []:
             flag["choices"] = sorted(registry)
             flag["choices_from"] = f"{dest.replace('_call', '')}s registry"
+        elif flag is not None and not registry and flag.get("choices"):
+            # before the registries (vLLM 0.6.0/0.6.1) the parser names were the flag's literal choices
+            registry.update(_choices_as_registry(flag))
 
     fap = _find_class(src, interp, "vllm.utils", "FlexibleArgumentParser")
     abbrev = _allow_abbrev(init_kwargs, fap)
@@ -261,6 +267,17 @@ def _vllm_serve_parser(src: WheelSource, interp: Interp) -> tuple[ParserSink, st
             interp.call(mod.get("make_arg_parser"), [sink], {})
             return sink, f"{mod.path}:make_arg_parser", {}
     raise SystemExit("could not find the vLLM serve parser (ServeSubcommand / make_arg_parser)")
+
+
+def _vllm_scripts_model_tag(src: WheelSource) -> bool:
+    """vLLM < 0.7.3 builds `vllm serve` in ``vllm/scripts.py``: a ``model_tag`` positional added there, then
+    ``make_arg_parser`` on that subparser."""
+    if not src.has_module("vllm.scripts"):
+        return False
+    tree = src.tree("vllm.scripts")
+    return tree is not None and any(
+        isinstance(n, ast.Call) and ast.unparse(n.func).endswith("add_argument") and n.args
+        and isinstance(n.args[0], ast.Constant) and n.args[0].value == "model_tag" for n in ast.walk(tree))
 
 
 def _allow_abbrev(init_kwargs: dict[str, Any], parser_cls: ClassObj | None) -> tuple[bool, str]:

@@ -52,6 +52,7 @@ PYTHON_VERSION = (3, 12, 0, "final", 0)  # the interpreter the engines' images s
 class Unknown:
     """A value the static reader cannot know. Every operation on it gives another Unknown."""
 
+
     __slots__ = ("why",)
 
     def __init__(self, why: str = "") -> None:
@@ -80,6 +81,13 @@ class Unknown:
 
     def __deepcopy__(self, memo: dict) -> Unknown:
         return self
+
+
+class ExternalName(Unknown):
+    """A name from a package outside the wheel (``torch``, ``torch.dtype``): unknown, but known not to be a
+    builtin type (see ``_identity_with_external``)."""
+
+    __slots__ = ()
 
 
 def unknown(value: Any) -> bool:
@@ -694,6 +702,27 @@ def _compare(op: ast.cmpop, left: Any, right: Any) -> Any:
     return _CMP[type(op)](left, right)
 
 
+def _identity_with_external(op: ast.cmpop, left: Any, right: Any) -> bool | None:
+    """``x is bool`` where x is a name from a package outside the wheel (``torch.dtype`` in vLLM 0.9.0's
+    ``Union[ModelDType, torch.dtype]``): an object defined elsewhere is never a builtin type or a typing form,
+    so identity is decided (False for ``is``) instead of Unknown — which made vLLM 0.9.0's ``get_kwargs`` take
+    its ``contains_type(type_hints, bool)`` branch for ``--dtype``. None: not that case."""
+    def plain(x: Any) -> bool:  # a builtin type or a typing form: never the same object as an outside name
+        return not unknown(x) and ((isinstance(x, type) and x.__module__ == "builtins")
+                                   or getattr(x, "__module__", None) == "typing")
+
+    if isinstance(op, (ast.In, ast.NotIn)) and plain(left) and isinstance(right, (list, tuple, set, frozenset)) \
+            and all(isinstance(e, ExternalName) or not _contains_unknown(e) for e in right):
+        found = any(e == left for e in right if not unknown(e))  # `type(None) in type_hints`, same reasoning
+        return found if isinstance(op, ast.In) else not found
+    if not isinstance(op, (ast.Is, ast.IsNot)):
+        return None
+    for ext, other in ((left, right), (right, left)):
+        if isinstance(ext, ExternalName) and plain(other):
+            return isinstance(op, ast.IsNot)
+    return None
+
+
 def _contains_unknown(value: Any, depth: int = 0) -> bool:
     if unknown(value):
         return True
@@ -751,7 +780,7 @@ class Interp:
         if dotted in self._externals:
             value = self._externals[dotted]
             return ExternalModule(self, dotted, value) if isinstance(value, dict) else value
-        return Unknown(dotted)
+        return ExternalName(dotted)
 
     def resolve_from(self, module: ModuleObj, node: ast.ImportFrom, alias: str) -> Any:
         base = node.module or ""
@@ -853,6 +882,12 @@ class Interp:
             left = self.eval(node.left, scope)
             for op, comp in zip(node.ops, node.comparators, strict=False):
                 right = self.eval(comp, scope)
+                decided = _identity_with_external(op, left, right)
+                if decided is not None:
+                    if not decided:
+                        return False
+                    left = right
+                    continue
                 if _contains_unknown(left) or _contains_unknown(right):
                     return Unknown("compare")
                 if not _compare(op, left, right):
@@ -1003,6 +1038,8 @@ class Interp:
         return _BIN[type(op)](left, right)
 
     def getattr_(self, obj: Any, name: str) -> Any:
+        if isinstance(obj, ExternalName):
+            return ExternalName(f"{obj.why}.{name}")
         if unknown(obj):
             return Unknown(f"{obj.why}.{name}")
         if isinstance(obj, Obj):
@@ -1084,6 +1121,9 @@ class Interp:
             return Unknown(f"call {func!r}")
         if func is type:
             return self._type(*args)
+        if func in (typing.get_origin, typing.get_args) and len(args) == 1 and isinstance(args[0], ExternalName):
+            # a bare name from outside the wheel (torch.dtype) is a plain class, not a subscripted typing form
+            return None if func is typing.get_origin else ()
         if any(unknown(a) for a in args) or any(unknown(v) for v in kwargs.values()):
             return Unknown("call with unknown argument")
         if func in self._safe_callables or (callable(func) and getattr(func, "__self__", None) is not None

@@ -13,11 +13,7 @@ import hashlib
 import subprocess
 import sys
 import zipfile
-from functools import cache
 from pathlib import Path
-
-#: Shared across helpers and sessions on the build machine; any folder works.
-DEFAULT_CACHE = Path("/work/wheelcache")
 
 
 def find_wheel(cache: Path, engine: str, version: str) -> Path | None:
@@ -35,7 +31,7 @@ def download_wheel(cache: Path, engine: str, version: str) -> Path:
     if found is not None:
         return found
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
            "-d", str(cache), f"{engine}=={version}"]
     subprocess.run(cmd, check=True)
     found = find_wheel(cache, engine, version)
@@ -59,6 +55,7 @@ class WheelSource:
         self.wheel = wheel
         self._zip = zipfile.ZipFile(wheel)
         self._files: dict[str, str] = {}  # module name -> member path
+        self._trees: dict[str, ast.Module | None] = {}
         for member in self._zip.namelist():
             if not member.endswith(".py") or ".data/" in member.split("/", 1)[0]:
                 continue
@@ -83,9 +80,12 @@ class WheelSource:
     def text(self, name: str) -> str:
         return self._zip.read(self._files[name]).decode("utf-8", errors="replace")
 
-    @cache  # noqa: B019 - one WheelSource per generator run
     def tree(self, name: str) -> ast.Module | None:
-        try:
-            return ast.parse(self.text(name), filename=self._files[name])
-        except SyntaxError:
-            return None
+        """The module's AST, parsed once per WheelSource (a per-instance cache: ``--all`` reads 150 wheels in
+        one process, and a functools cache on the method would keep every one of them alive)."""
+        if name not in self._trees:
+            try:
+                self._trees[name] = ast.parse(self.text(name), filename=self._files[name])
+            except SyntaxError:
+                self._trees[name] = None
+        return self._trees[name]
