@@ -404,3 +404,29 @@ def test_a_cached_checkpoint_is_exact_offline(tmp_path: Path, qwen_config: dict)
     lint = run_cli("lint", "vllm serve Qwen/Qwen3-8B", "-v", "--fail-on", "never", env={"HF_HUB_CACHE": str(tmp_path)})
     assert re.search(r"model\.default_temperature = 0\.6 +\(.*generation_config\.json:temperature\)", lint.stdout), \
         lint.stdout
+
+
+def test_an_unreachable_hub_is_asked_once_per_run(tmp_path: Path) -> None:
+    """A fleet check resolves many models in one process: after the Hub failed to answer, the next model is
+    refused at once, naming the first failure, instead of costing another timeout. (A fresh interpreter:
+    huggingface_hub freezes HF_HUB_OFFLINE, which the test session sets, at its first import.)"""
+    with HubServer({}) as closed:
+        endpoint = closed.endpoint  # nothing listens here once the block ends
+    script = """
+import sys
+from doctor.model import resolve
+from doctor.errors import InputError
+for repo in ("Qwen/Qwen3-8B", "Qwen/Qwen3-32B"):
+    try:
+        resolve.resolve_model(repo)
+    except InputError as exc:
+        print(exc)
+    resolve._hub = None  # the second model must not reach the client at all
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT=endpoint, HF_HUB_CACHE=str(tmp_path / "cache"))
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)
+    first, second = result.stdout.strip().splitlines()
+    assert "is unreachable within" in first, result.stdout + result.stderr
+    assert "did not answer earlier in this run" in second, result.stdout + result.stderr

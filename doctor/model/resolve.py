@@ -146,11 +146,24 @@ def _hub() -> tuple[Any, Any, str]:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     import huggingface_hub
 
-    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    endpoint = _endpoint()
     return huggingface_hub, huggingface_hub.HfApi(endpoint=endpoint), endpoint
 
 
+# Endpoints found unreachable in this process -> the reason. A fleet check or a bench resolves many models in one
+# run; asking a Hub that did not answer again for each would cost a timeout per target.
+_UNREACHABLE: dict[str, str] = {}
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
 def _from_hub(repo: str) -> ResolvedModel:
+    down = _UNREACHABLE.get(_endpoint())
+    if down is not None:
+        raise ModelNotResolved(f"{repo}: the Hub ({_host(_endpoint())}) did not answer earlier in this run ({down}); "
+                               "pass --config with a local config.json, or --offline")
     hub, api, endpoint = _hub()
     try:
         info = api.model_info(repo, timeout=HUB_TIMEOUT)
@@ -177,7 +190,10 @@ def _from_hub(repo: str) -> ResolvedModel:
     except InputError:  # ModelNotResolved, or a config that is not valid JSON: the message names it
         raise
     except Exception as exc:  # noqa: BLE001 — every client failure becomes one line, classified below
-        raise ModelNotResolved(_hub_failure(repo, endpoint, exc)) from None
+        reason = _hub_failure(repo, endpoint, exc)
+        if " is unreachable within " in reason:
+            _UNREACHABLE[endpoint] = type(exc).__name__
+        raise ModelNotResolved(reason) from None
     where = f"{repo}@{str(info.sha)[:12]} from {_host(endpoint)}"
     found = ResolvedModel(LoadedConfig(config_path, repo, raw), "Hub", where, config_path.parent,
                           hf_quant=side.get("hf_quant_config.json"), generation=side.get("generation_config.json"),
