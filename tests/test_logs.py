@@ -125,12 +125,38 @@ _FACTS = {"vllm-attention-backend.log": {"log.attention_backend": "FLASH_ATTN"},
                                           "log.gpu_memory_utilization": 0.9, "log.max_concurrency": 1.54}}
 
 
+#: excerpts of vLLM's SpecDecoding log line from public threads: (accepted / drafted, mean acceptance length,
+#: the cause a log alone must name or None where acceptance is good)
+_SPEC = {"vllm-spec-decode-low-acceptance.log": (round(89 / 975, 4), 2.37, "spec-decode-low-acceptance"),
+         "vllm-spec-decode-zero-acceptance.log": (0.0, 1.0, "spec-decode-low-acceptance"),
+         "vllm-spec-decode-good-acceptance.log": (round(262 / 295, 4), 5.44, None)}
+
+
 def test_every_public_excerpt_is_cited() -> None:
     sources = (PUBLIC / "SOURCES.md").read_text()
-    assert {p.name for p in PUBLIC.glob("*.log")} == set(_EXPECTED) | set(_FACTS)
-    for name in [*_EXPECTED, *_FACTS]:
+    assert {p.name for p in PUBLIC.glob("*.log")} == set(_EXPECTED) | set(_FACTS) | set(_SPEC)
+    for name in [*_EXPECTED, *_FACTS, *_SPEC]:
         row = next(line for line in sources.splitlines() if line.startswith(f"| {name} "))
-        assert "https://github.com/" in row and (_EXPECTED.get(name) or "none (facts") in row
+        expected = _EXPECTED.get(name) or (_SPEC[name][2] if name in _SPEC else None) or "none"
+        assert "https://github.com/" in row and expected in row
+
+
+@pytest.mark.parametrize("name", sorted(_SPEC))
+def test_public_spec_decode_excerpt(name: str) -> None:
+    """Real SpecDecoding lines (two of them in the layout with "Draft acceptance rate" first, as printed by
+    the build of vllm-project/vllm#24127): the rate is accepted / drafted of the last line, and a log alone
+    names low acceptance — and nothing where a real server accepted 89 % of its drafts."""
+    rate, length, cause = _SPEC[name]
+    doc = _check_json("--log", str(PUBLIC / name))
+    assert doc["facts"]["log.spec_accept_rate"]["value"] == rate
+    assert doc["facts"]["log.spec_accept_length"]["value"] == length
+    assert doc["facts"]["metrics.spec_accept_rate"]["value"] == rate
+    found = {f["id"]: f for f in doc["findings"]}
+    if cause is None:
+        assert found == {}, sorted(found)
+    else:
+        assert set(found) == {cause} and found[cause]["confidence"] == "high"
+        assert f"{rate:.1%}".replace(".0%", "%") in found[cause]["what"], found[cause]["what"]
 
 
 @pytest.mark.parametrize("name", sorted(_FACTS))

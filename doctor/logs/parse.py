@@ -73,9 +73,12 @@ _VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
     r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
     re.M)
+# 0.32.0 prints "Mean acceptance length" first; releases of late 2025 put "Draft acceptance rate: N%" before it
+# (vllm-project/vllm#24127, fixtures/logs/public/vllm-spec-decode-good-acceptance.log) and the first V1
+# releases had no mean length at all (vllm-project/vllm#15902): accepted / drafted is in every one.
 _VLLM_SPEC = _rule('SpecDecoding metrics',   # v1/spec_decode/metrics.py:121
-    r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens",
-    re.M)
+    r"SpecDecoding metrics: (?:Draft acceptance rate: [\d.]+%, )?(?:Mean acceptance length: ([\d.]+), )?"
+    r".*?Accepted: (\d+) tokens, Drafted: (\d+) tokens", re.M)
 _VLLM_BLOCK = _rule("Setting attention block size to",  # platforms/interface.py:1097 (hybrid models)
                     r"Setting attention block size to (\d+) tokens")
 _VLLM_OVERRIDE = _rule("num_gpu_blocks_override",  # v1/core/kv_cache_utils.py:2620
@@ -348,7 +351,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
         put("log.stats", stats, "the last engine stats line")
     m = scan.last(_VLLM_SPEC)
     if m and int(m.group(3)) > 0:
-        put("log.spec_accept_length", float(m.group(1)), "SpecDecoding metrics")
+        if m.group(1) is not None:
+            put("log.spec_accept_length", float(m.group(1)), "SpecDecoding metrics")
         put("log.spec_accept_rate", round(int(m.group(2)) / int(m.group(3)), 4), "SpecDecoding metrics "
             "accepted / drafted")
     if scan.last(_VLLM_READY):
