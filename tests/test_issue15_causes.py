@@ -17,6 +17,7 @@ from doctor.playbook.loader import load_playbooks
 METRICS = SHARED_FIXTURES / "metrics"
 NVML = SHARED_FIXTURES / "nvml"
 LIVE_VLLM = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu"
+PUBLIC_SMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi" / "public"
 
 
 def _check(*args: str) -> dict:
@@ -169,6 +170,26 @@ def test_gpu_skew_is_a_finding_without_a_launch_command(tmp_path: Path) -> None:
     finding = _findings(doc)["gpu-util-skew"]
     assert finding["severity"] == "warning" and finding["confidence"] == "high"
     assert "97" in finding["what"]
+
+
+def test_real_skewed_table_is_a_finding_without_a_launch_command() -> None:
+    """A real nvidia-smi table (fixtures/nvidia-smi/public, cited in its SOURCES.md): three RTX 3090s at 0 %,
+    0 % and 100 %, read by the default-table parser. No launch command, no endpoint: still a finding, never
+    "healthy"."""
+    doc = _check("--nvidia-smi", str(PUBLIC_SMI / "rtx3090x3-one-gpu-busy.txt"))
+    assert doc["facts"]["gpu.util"]["value"] == [0.0, 0.0, 1.0]
+    assert doc["facts"]["gpu.util_skew"]["value"] == 3.0 and doc["facts"]["gpu.util_max"]["value"] == 1.0
+    found = _findings(doc)
+    assert set(found) == {"gpu-util-skew"}, sorted(found)
+    assert found["gpu-util-skew"]["confidence"] == "high"
+    assert "0%, 0%, 100%" in found["gpu-util-skew"]["what"]
+
+
+def test_real_skewed_table_is_cited() -> None:
+    sources = (PUBLIC_SMI / "SOURCES.md").read_text()
+    for path in PUBLIC_SMI.glob("*.txt"):
+        row = next(line for line in sources.splitlines() if line.startswith(f"| {path.name} "))
+        assert "https://github.com/" in row and "gpu-util-skew" in row
 
 
 def test_even_load_is_no_skew(tmp_path: Path) -> None:

@@ -103,9 +103,11 @@ _SGL_GRAPH = _rule('graph end',   # model_runner_components/cuda_graph_setup.py:
     r"Capture (?:[\w ]*?)cuda graph end\. .*?mem usage=([\d.]+) GB", re.M | re.I)
 _SGL_GRAPH_START = _rule('graph begin', r"Capture (?:[\w ]*?)cuda graph begin", re.M | re.I)
 _SGL_GRAPH_OFF = _rule('Cuda graph is disabled', r"(Cuda graph is disabled .*)$", re.M)
-_SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py
-    r"Decode batch, #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?:.*?accept len: ([\d.]+),)?"
-    r".*?#queue-req: (\d+)", re.M)
+# Hybrid models print "#full token: N, full token usage: X, mamba ..." instead (pool_stats_observer.py:119-147),
+# speculative decoding "accept len: L, accept rate: R" (metrics_reporter.py:1005; R = accepted / drafted).
+_SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py:963
+    r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"(?:.*?accept len: ([\d.]+),)?(?: accept rate: ([\d.]+),)?.*?#queue-req: (\d+)", re.M)
 _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
@@ -403,11 +405,13 @@ def _sglang(scan: _Scan, put: Any) -> None:
         put("log.cuda_graph", "disabled", off.group(1)[:200])
     m = scan.last(_SGL_STATS)
     if m:
-        stats: dict[str, Any] = {"running": int(m.group(1)), "waiting": int(m.group(5)),
+        stats: dict[str, Any] = {"running": int(m.group(1)), "waiting": int(m.group(6)),
                                  "kv_usage": float(m.group(3))}
         if m.group(4) is not None:
             stats["spec_accept_length"] = float(m.group(4))
         put("log.stats", stats, "the last Decode batch line")
+        if m.group(5) is not None:
+            put("log.spec_accept_rate", float(m.group(5)), "the last Decode batch line's accept rate")
     if scan.last(_SGL_READY):
         put("log.started", True, "'The server is fired up and ready to roll'")
     put("log.version", None, "SGLang does not print its version at start-up (ask GET /version or /server_info)")

@@ -46,6 +46,8 @@ def _format(value: Any, flt: str | None, arg: str | None) -> str:
         return f"{value / 2**30:.1f} GiB"
     if flt == "pct" and isinstance(value, (int, float)):
         return percent(value)
+    if flt == "pct" and isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+        return ", ".join(percent(v) for v in value)   # per-GPU ratios: "0%, 0%, 100%", not "0.0, 0.0, 1.0"
     if flt == "join" and isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     if flt == "each" and isinstance(value, (list, tuple)):
