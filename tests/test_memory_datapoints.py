@@ -115,21 +115,24 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
     flags, logged = point["flags"], point["logged"]
     gpu = lookup_gpu(point["gpu"])
     assert gpu is not None, point["gpu"]
-    tp = flags.get("tp", 1)
-    weights = weights_per_gpu(facts, Layout(tp, tp, 1, 1, 1)) or 0
+    tp, pp = flags.get("tp", 1), flags.get("pp", 1)
+    weights = weights_per_gpu(facts, Layout(tp * pp, tp, 1, pp, 1)) or 0
+    fraction = flags.get("mem_fraction_static" if point["engine"] == "sglang" else "gpu_memory_utilization", 0.9)
     non_kv = non_kv_bytes(card, point["engine"], point["version"], tp=tp,
                           max_num_batched_tokens=flags.get("max_num_batched_tokens"),
                           max_model_len=flags.get("max_model_len"), gpu_name=gpu.name,
-                          gpu_memory_bytes=gpu.memory_bytes)
+                          gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction, gpu_sm=gpu.sm)
     assert non_kv is not None
-    budget = gpu.memory_bytes * flags.get("gpu_memory_utilization", 0.9) - weights - non_kv.total
+    budget = gpu.memory_bytes * fraction - weights - non_kv.total
     if "kv_memory" in logged and "gpu_blocks" not in logged and "tokens" not in logged:
         # the engine logged only the memory (it did not start): compare memory, the thing it logged
         predicted, actual = budget / GIB, logged["kv_memory"]
     else:
         predicted, actual = _tokens(point, max(0.0, budget), per_gpu), _logged_tokens(point)
-    detail = (f"{gpu.name} {gpu.memory_bytes / GIB:.1f} GiB × {flags.get('gpu_memory_utilization', 0.9)} − weights "
+    detail = (f"{gpu.name} {gpu.memory_bytes / GIB:.1f} GiB × {fraction} − weights "
               f"{weights / GIB:.2f} − non-KV {non_kv.total / GIB:.2f} GiB")
+    if "weights_gib" in logged:  # the log gives the real weights: which term is off
+        detail += f" (logged weights {logged['weights_gib']:.2f} GiB)"
     return Result(point["id"], "full", predicted, actual, detail)
 
 
@@ -174,10 +177,10 @@ def test_mla_before_071_needs_the_per_head_layout() -> None:
     """vLLM cached every head of DeepSeek-V2-Lite (padded to 256) before 0.7.1: the latent layout would predict
     ~14× more tokens than the 85,968 the engine made of 35.42 GiB."""
     point = next(p for p in datapoints() if p["id"] == "vllm-pr10927-deepseek-v2-lite-h100-before-mla")
-    [release] = evaluate(point)
-    assert release.within and "per_head" in release.detail
+    release = evaluate(point)[0]
+    assert release.check == "layout" and release.within and "per_head" in release.detail
     newest = dict(point, version="0.33.0")
-    [latent] = evaluate(newest)
+    latent = evaluate(newest)[0]
     assert latent.predicted / latent.logged > 10
 
 
@@ -192,13 +195,78 @@ def test_the_v0_activation_peak_follows_max_model_len() -> None:
 @requires_shared
 def test_gpt_oss_non_kv_is_counted() -> None:
     """The issue's example: gpt-oss-120b on one H100 — llmdoctor predicted ~12.6 GiB of KV before the non-KV model;
-    the server logged 1.71 GiB. The sampler pass over 1024 × 201,088 vocabulary rows is now taken off (~5 GiB);
-    what remains unexplained is listed in the report below (CUDA graphs, MoE workspaces are not modelled)."""
+    the server logged 1.71 GiB. The sampler pass over 1024 × 201,088 vocabulary rows (~5 GiB) and the MXFP4
+    padding (~5.1 GiB) are now taken off; what remains (~2.7 GiB) is listed in the report below."""
     fulls = {r.id: r for r in all_results() if r.check == "full"}
     result = fulls["vllm-27508-gpt-oss-120b-h100-095"]
-    assert "non-KV 5." in result.detail
-    assert result.predicted < 12.6
+    assert "non-KV 10." in result.detail
+    assert result.predicted < 5
 
+
+@requires_shared
+def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
+    """vllm issue 23278 logged "Model loading took 65.9651 GiB" for a 60.7 GiB checkpoint: the Marlin backend pads
+    the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding must
+    land within 1 % of the logged weights, and without the padding they miss by > 7 %."""
+    from doctor.fit import Layout, weights_per_gpu
+    from doctor.model.memory import mxfp4_padding_bytes
+
+    point = next(p for p in datapoints() if p["id"] == "vllm-23278-gpt-oss-120b-h100-090")
+    card, facts = _card_and_facts(point)
+    checkpoint = weights_per_gpu(facts, Layout(1, 1, 1, 1, 1)) or 0
+    padding, source = mxfp4_padding_bytes(card, "vllm", point["version"], tp=1, gpu_sm=90)
+    logged = point["logged"]["weights_gib"] * GIB
+    assert abs(checkpoint + padding - logged) / logged < 0.01, (checkpoint / GIB, padding / GIB)
+    assert (logged - checkpoint) / logged > 0.07
+    assert "Marlin" in source and "3072" in source and "assumed" in source
+    # newer kernels are not applied to an older release, and a bf16 model is never padded
+    assert mxfp4_padding_bytes(card, "vllm", "0.10.0", gpu_sm=90)[0] == 0
+    llama, _ = _card_and_facts(datapoints()[0])
+    assert mxfp4_padding_bytes(llama, "vllm", "0.11.0", gpu_sm=90)[0] == 0
+
+
+@requires_shared
+def test_sglang_fraction_covers_weights_and_kv_only() -> None:
+    """SGLang's --mem-fraction-static is applied to the memory free after the CUDA context (model_runner.py:
+    949-983): the full prediction for Qwen3-235B-FP8 at 0.93 on 4×H100 lands within ±15 % of the 367,404 tokens
+    it logged, and only context × fraction is taken inside the fraction (activations live outside it)."""
+    fulls = {r.id: r for r in all_results() if r.check == "full"}
+    result = fulls["sglang-21348-qwen3-235b-fp8-4xh100"]
+    assert result.within, result
+    assert "non-KV 0.37 GiB" in result.detail
+    from doctor.model.memory import non_kv_bytes
+
+    card, _ = _card_and_facts(datapoints()[0])
+    old = non_kv_bytes(card, "sglang", "0.4.9", mem_fraction=0.93)
+    new = non_kv_bytes(card, "sglang", "0.5.23", mem_fraction=0.93)
+    assert old is not None and new is not None and old.activation == 0 and old.sampler == 0
+    assert "CUDA graphs live outside" in old.source and "taken off the pool after capture" in new.source
+    assert non_kv_bytes(card, "sglang", "0.4.9", mem_fraction=None) is None
+
+
+@requires_shared
+def test_cuda_graph_memory_follows_the_release() -> None:
+    """vLLM captured CUDA graphs after sizing the KV pool (0.11.0 gpu_worker.py:222-344) until the profiler's
+    estimate was taken off the pool (0.33.0 gpu_worker.py:702-756): the source says which, per release."""
+    from doctor.model.memory import non_kv_bytes
+
+    card, _ = _card_and_facts(datapoints()[0])
+    old = non_kv_bytes(card, "vllm", "0.11.0")
+    new = non_kv_bytes(card, "vllm", "0.33.0")
+    assert old is not None and new is not None
+    assert "captured after the KV pool is sized" in old.source
+    assert "takes its measured CUDA graph memory off the KV pool" in new.source
+
+
+@requires_shared
+def test_full_predictions_that_match_keep_matching() -> None:
+    """Full predictions (GPU × fraction − weights − non-KV, nothing read from the log) that are within ±15 % today:
+    a regression guard. The misses (gpt-oss, the LMCache run, GB10, V2-Lite on H100) are in the report."""
+    fulls = {r.id: r for r in all_results() if r.check == "full"}
+    expected = {"vllm-10517-llama31-8b-rtx3090-20k", "vllm-10517-llama31-8b-rtx3090-29k",
+                "sglang-21348-qwen3-235b-fp8-4xh100", "vllm-pr20665-deepseek-v2-lite-tp2-pp2-l4",
+                "vllm-pr2031-llama2-7b-a100"}
+    assert {i for i, r in fulls.items() if r.within} == expected, "\n" + report()
 
 
 @requires_shared
@@ -228,14 +296,20 @@ def test_check_reads_the_release_layout_and_the_non_kv_reserve() -> None:
     assert "sampler pass over 1024 × 201088" in doc["engine.non_kv_bytes_per_gpu"]["source"]
 
 def report() -> str:
+    results = all_results()
     lines = [f"{'data point':<52} {'check':<6} {'predicted':>12} {'logged':>12} {'error':>8}  detail"]
-    for r in all_results():
+    for r in results:
         lines.append(f"{r.id:<52} {r.check:<6} {r.predicted:>12,.2f} {r.logged:>12,.2f} {r.error:>+8.1%}  {r.detail}")
+    for check in ("layout", "full"):
+        some = [r for r in results if r.check == check]
+        ok = sum(r.within for r in some)
+        lines.append(f"{check}: {ok}/{len(some)} within ±{TOLERANCE:.0%}")
     primary: dict[str, Result] = {}
-    for r in all_results():
+    for r in results:
         primary.setdefault(r.id, r)
     ok = sum(r.within for r in primary.values())
-    lines.append(f"{ok}/{len(primary)} data points within ±{TOLERANCE:.0%} ({ok / len(primary):.0%})")
+    lines.append(f"{ok}/{len(primary)} data points within ±{TOLERANCE:.0%} on their first check "
+                 f"({ok / len(primary):.0%})")
     return "\n".join(lines)
 
 

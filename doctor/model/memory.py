@@ -119,10 +119,13 @@ class NonKV:
     batched_tokens: int
     sampler_rows: int
     source: str
+    #: what the engine's kernels add to the checkpoint's weights on load (MXFP4 MoE padding)
+    weight_padding: int = 0
 
     @property
     def total(self) -> int:
-        return self.activation + self.sampler + self.non_torch
+        # The sampler runs after the forward pass has freed its activations: the profile's peak is the larger.
+        return max(self.activation, self.sampler) + self.non_torch + self.weight_padding
 
 
 def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
@@ -152,8 +155,15 @@ def mlp_width_per_token(card: ModelCard) -> float:
 def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1,
                  max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
                  max_model_len: int | None = None, gpu_name: str | None = None,
-                 gpu_memory_bytes: int | None = None) -> NonKV | None:
-    """Estimate what the profile run holds per GPU (vLLM; None for SGLang, which reserves by mem-fraction)."""
+                 gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
+                 gpu_sm: int | None = None) -> NonKV | None:
+    """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
+
+    vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
+    applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
+    activations and (before 0.5.23) CUDA graphs live outside the fraction."""
+    if engine == "sglang":
+        return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
         return None
     found = rule("profile", engine, version)
@@ -175,16 +185,70 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     if values.get("sampler") and card.vocab_size:
         rows = min(max_num_seqs, max_num_batched_tokens)
         sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
-    non_torch = NON_TORCH_BYTES
-    return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
+    graphs = rule("cudagraph_pool", engine, version)
+    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, gpu_sm=gpu_sm)
+    return NonKV(activation, sampler, NON_TORCH_BYTES, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
                  + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
                  + " + non-torch"
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
-                 + ("; CUDA graph memory is also taken off by this release and not modelled"
-                    if values.get("cudagraph_estimate") else "")
-                 + f" ({engine} {version or 'newest'}: {found.evidence})")
+                 + ("; this release also takes its measured CUDA graph memory off the KV pool (not modelled: "
+                    f"the KV estimate is an upper bound; {graphs.evidence})"
+                    if graphs is not None and graphs.values.get("taken_off_kv") else
+                    "; CUDA graphs are captured after the KV pool is sized and do not lower it"
+                    + (f" ({graphs.evidence})" if graphs is not None else ""))
+                 + f" ({engine} {version or 'newest'}: {found.evidence})"
+                 + (f"; {padding_source}" if padding else ""), padding)
+
+
+def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1,
+                        gpu_sm: int | None = None) -> tuple[int, str]:
+    """Bytes per GPU the release's MXFP4 MoE kernels add to the experts on load (0 and "" when none apply).
+
+    The expert intermediate size is recovered from the expert parameter count (3 × hidden × intermediate per
+    expert and layer), so no config field beyond the card is needed."""
+    quant = card.quantization
+    if quant is None or quant.method != "mxfp4" or card.moe is None or not card.expert_weight_bytes:
+        return 0, ""
+    found = rule("mxfp4_moe_padding", engine, version)
+    if found is None or gpu_sm is None:
+        return 0, ""
+    tier = next((b for b in found.values["backends"] if gpu_sm <= b["max_sm"]), None)
+    experts = card.param_parts.get("experts", 0)
+    if tier is None or not experts or not card.hidden_size:
+        return 0, ""
+    tp = max(1, tp)
+    intermediate = experts / (card.moe.layers * card.moe.experts * 3 * card.hidden_size) / tp
+    hidden = card.hidden_size
+
+    def up(value: float, multiple: int) -> int:
+        return -(-int(round(value)) // multiple) * multiple
+
+    factor = up(intermediate, tier["intermediate_multiple"]) * up(hidden, tier["hidden_multiple"]) / (
+        intermediate * hidden)
+    padding = int(card.expert_weight_bytes / tp * (factor - 1))
+    if padding <= 0:
+        return 0, ""
+    assumed = " (assumed: on this GPU the backend depends on the installed kernels)" if tier.get("assumed") else ""
+    return padding, (f"MXFP4 experts padded by the {tier['backend']} backend to hidden {up(hidden, tier['hidden_multiple'])}"
+                     f" × intermediate {up(intermediate, tier['intermediate_multiple'])}: +{padding / GIB:.2f} GiB"
+                     f"{assumed} ({engine} {version or 'newest'}: {found.evidence})")
+
+
+def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | None:
+    found = rule("sglang_pool", "sglang", version)
+    if found is None or mem_fraction is None or not 0 < mem_fraction <= 1:
+        return None
+    inside = int(NON_TORCH_BYTES * mem_fraction)
+    return NonKV(0, 0, inside, 0, 0,
+                 f"estimate: CUDA context and NCCL ({NON_TORCH_BYTES / GIB:.1f} GiB) × mem_fraction_static "
+                 f"{mem_fraction}: the fraction applies to the memory free after them; activations"
+                 + (" live" if found.values.get("cudagraphs_in_pool") else " and CUDA graphs live")
+                 + " outside it"
+                 + ("; CUDA graph memory is taken off the pool after capture (not modelled: the KV estimate is an "
+                    "upper bound)" if found.values.get("cudagraphs_in_pool") else "")
+                 + f" (sglang {version or 'newest'}: {found.evidence})")
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
@@ -228,10 +292,17 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             max_num_batched_tokens=number("launch.flags.max_num_batched_tokens"),
                             max_num_seqs=number("launch.flags.max_num_seqs"),
                             max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
-                            gpu_memory_bytes=number("gpu.memory_bytes"))
+                            gpu_memory_bytes=number("gpu.memory_bytes"),
+                            mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"))
     if estimate is None:
-        out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine "
-                                                 "(SGLang reserves it through --mem-fraction-static)")
+        out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
+                                                 "its memory fraction is invalid")
         return out
     out.set("engine.non_kv_bytes_per_gpu", estimate.total, estimate.source)
     return out
+
+
+def _mem_fraction(facts: Any) -> float | None:
+    from doctor.fit import mem_fraction
+
+    return mem_fraction(facts)

@@ -158,7 +158,7 @@ class Sizer:
         from doctor.model.memory import non_kv_bytes  # the engine's non-KV memory at this TP (newest release)
 
         reserved = non_kv_bytes(self.card, engine, None, tp=layout.attn_tp, gpu_name=self.gpu_name,
-                                gpu_memory_bytes=self.memory)
+                                gpu_memory_bytes=self.memory, mem_fraction=fraction)
         result = fit_layout(facts, layout, self.memory, fraction, reserved.total if reserved else 0.0)
         return Capacity(engine, kv.kv_dtype, result, kv, context, layout.kv_groups, replicas, self.card.max_context)
 
