@@ -156,7 +156,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
-                 gpu_sm: int | None = None) -> NonKV | None:
+                 gpu_sm: int | None = None, ep: int = 1) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
@@ -186,7 +186,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         rows = min(max_num_seqs, max_num_batched_tokens)
         sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
     graphs = rule("cudagraph_pool", engine, version)
-    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, gpu_sm=gpu_sm)
+    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
     return NonKV(activation, sampler, NON_TORCH_BYTES, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
                  + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
@@ -202,12 +202,13 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + (f"; {padding_source}" if padding else ""), padding)
 
 
-def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1,
+def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1, ep: int = 1,
                         gpu_sm: int | None = None) -> tuple[int, str]:
     """Bytes per GPU the release's MXFP4 MoE kernels add to the experts on load (0 and "" when none apply).
 
     The expert intermediate size is recovered from the expert parameter count (3 × hidden × intermediate per
-    expert and layer), so no config field beyond the card is needed."""
+    expert and layer), so no config field beyond the card is needed. Under TP each GPU pads its slice of every
+    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts."""
     quant = card.quantization
     if quant is None or quant.method != "mxfp4" or card.moe is None or not card.expert_weight_bytes:
         return 0, ""
@@ -218,8 +219,9 @@ def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp
     experts = card.param_parts.get("experts", 0)
     if tier is None or not experts or not card.hidden_size:
         return 0, ""
-    tp = max(1, tp)
-    intermediate = experts / (card.moe.layers * card.moe.experts * 3 * card.hidden_size) / tp
+    split = max(1, tp) if ep <= 1 else 1
+    shards = max(1, tp) if ep <= 1 else ep
+    intermediate = experts / (card.moe.layers * card.moe.experts * 3 * card.hidden_size) / split
     hidden = card.hidden_size
 
     def up(value: float, multiple: int) -> int:
@@ -227,7 +229,7 @@ def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp
 
     factor = up(intermediate, tier["intermediate_multiple"]) * up(hidden, tier["hidden_multiple"]) / (
         intermediate * hidden)
-    padding = int(card.expert_weight_bytes / tp * (factor - 1))
+    padding = int(card.expert_weight_bytes / shards * (factor - 1))
     if padding <= 0:
         return 0, ""
     assumed = " (assumed: on this GPU the backend depends on the installed kernels)" if tier.get("assumed") else ""
@@ -293,7 +295,7 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             max_num_seqs=number("launch.flags.max_num_seqs"),
                             max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
                             gpu_memory_bytes=number("gpu.memory_bytes"),
-                            mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"))
+                            mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
@@ -306,3 +308,10 @@ def _mem_fraction(facts: Any) -> float | None:
     from doctor.fit import mem_fraction
 
     return mem_fraction(facts)
+
+
+def _ep(facts: Any) -> int:
+    from doctor.fit import layout_from_facts
+
+    layout = layout_from_facts(facts)
+    return layout.ep if layout is not None else 1
