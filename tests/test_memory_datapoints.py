@@ -195,19 +195,21 @@ def test_the_v0_activation_peak_follows_max_model_len() -> None:
 @requires_shared
 def test_gpt_oss_non_kv_is_counted() -> None:
     """The issue's example: gpt-oss-120b on one H100 — llmdoctor predicted ~12.6 GiB of KV before the non-KV model;
-    the server logged 1.71 GiB. The sampler pass over 1024 × 201,088 vocabulary rows (~5 GiB) and the MXFP4
-    padding (~5.1 GiB) are now taken off; what remains (~2.7 GiB) is listed in the report below."""
+    the server logged 1.71 GiB (0.11) and -2.14 GiB (0.10.1). The sampler pass over 1024 × 201,088 vocabulary rows
+    (~5 GiB) is taken off on both, the Marlin padding (~5.1 GiB) on 0.10.1, whose log names Marlin; what remains
+    (~2.5 GiB, and on 0.11's Triton backend 3.7 GiB of weights outside the vLLM wheel) is listed in the report."""
     fulls = {r.id: r for r in all_results() if r.check == "full"}
-    result = fulls["vllm-27508-gpt-oss-120b-h100-095"]
-    assert "non-KV 10." in result.detail
-    assert result.predicted < 5
+    newer, older = fulls["vllm-27508-gpt-oss-120b-h100-095"], fulls["vllm-23278-gpt-oss-120b-h100-090"]
+    assert "non-KV 5." in newer.detail and newer.predicted < 12.6
+    assert "non-KV 10." in older.detail and older.predicted < 1
 
 
 @requires_shared
 def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
-    """vllm issue 23278 logged "Model loading took 65.9651 GiB" for a 60.7 GiB checkpoint: the Marlin backend pads
-    the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding must
-    land within 1 % of the logged weights, and without the padding they miss by > 7 %."""
+    """vllm issue 23278 (0.10.1, Marlin) logged "Model loading took 65.9651 GiB" for a 60.7 GiB checkpoint: Marlin
+    pads the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding
+    lands within 1 % of the logged weights, and without the padding misses by > 7 %. From 0.11.0 an H100 runs the
+    Triton backend (intermediate to 64: no padding for 2880), an A100 still Marlin, a B200 FlashInfer (assumed)."""
     from doctor.fit import Layout, weights_per_gpu
     from doctor.model.memory import mxfp4_padding_bytes
 
@@ -218,11 +220,14 @@ def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
     logged = point["logged"]["weights_gib"] * GIB
     assert abs(checkpoint + padding - logged) / logged < 0.01, (checkpoint / GIB, padding / GIB)
     assert (logged - checkpoint) / logged > 0.07
-    assert "Marlin" in source and "3072" in source and "assumed" in source
-    # newer kernels are not applied to an older release, and a bf16 model is never padded
-    assert mxfp4_padding_bytes(card, "vllm", "0.10.0", gpu_sm=90)[0] == 0
+    assert "Marlin" in source and "3072" in source and "assumed" not in source
+    assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=90)[0] == 0  # Triton: 2880 is a multiple of 64
+    assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=80)[0] == padding
+    blackwell, blackwell_source = mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=100)
+    assert blackwell > padding and "assumed" in blackwell_source
+    assert mxfp4_padding_bytes(card, "vllm", "0.10.0", gpu_sm=90)[0] == 0  # no rule before gpt-oss support
     llama, _ = _card_and_facts(datapoints()[0])
-    assert mxfp4_padding_bytes(llama, "vllm", "0.11.0", gpu_sm=90)[0] == 0
+    assert mxfp4_padding_bytes(llama, "vllm", "0.11.0", gpu_sm=80)[0] == 0  # a bf16 model is never padded
 
 
 @requires_shared
