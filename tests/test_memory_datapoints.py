@@ -264,6 +264,26 @@ def test_cuda_graph_memory_follows_the_release() -> None:
 
 
 @requires_shared
+def test_hybrid_state_follows_the_release() -> None:
+    """Jamba's Mamba state: vLLM V0 allocated it in the profile run for max_num_seqs (256) sequences, off the KV
+    budget (0.7.0 jamba.py:428-456); V1 (0.11.0 kv_cache_interface.py:218-239) keeps one page per request in the
+    pool, so it is no longer non-KV memory. A model without recurrent state never gets the term."""
+    from doctor.model.kvcache import state_bytes_per_sequence
+    from doctor.model.memory import non_kv_bytes
+    from doctor.sources import model_facts_for
+
+    path = SHARED_FIXTURES / "configs" / "ai21labs__Jamba-v0.1.json"
+    card, _ = model_facts_for(str(path), kv_cache_dtype=None, engine="vllm",
+                              raw=json.loads(path.read_text(encoding="utf-8")), engine_version="0.7.0")
+    old, new = non_kv_bytes(card, "vllm", "0.7.0"), non_kv_bytes(card, "vllm", "0.11.0")
+    assert old is not None and new is not None
+    assert old.hybrid_state == 256 * state_bytes_per_sequence(card, "vllm") > 1 * GIB
+    assert new.hybrid_state == 0 and "recurrent state of 256 sequences" in old.source
+    llama, _ = _card_and_facts(datapoints()[0])
+    assert (non_kv_bytes(llama, "vllm", "0.7.0") or old).hybrid_state == 0
+
+
+@requires_shared
 def test_full_predictions_that_match_keep_matching() -> None:
     """Full predictions (GPU × fraction − weights − non-KV, nothing read from the log) that are within ±15 % today:
     a regression guard. The misses (gpt-oss, the LMCache run, GB10, V2-Lite on H100) are in the report."""

@@ -121,11 +121,13 @@ class NonKV:
     source: str
     #: what the engine's kernels add to the checkpoint's weights on load (MXFP4 MoE padding)
     weight_padding: int = 0
+    #: a hybrid model's recurrent state, where the release allocates it outside the KV pool (vLLM V0)
+    hybrid_state: int = 0
 
     @property
     def total(self) -> int:
         # The sampler runs after the forward pass has freed its activations: the profile's peak is the larger.
-        return max(self.activation, self.sampler) + self.non_torch + self.weight_padding
+        return max(self.activation, self.sampler) + self.non_torch + self.weight_padding + self.hybrid_state
 
 
 def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
@@ -186,6 +188,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         rows = min(max_num_seqs, max_num_batched_tokens)
         sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
     graphs = rule("cudagraph_pool", engine, version)
+    state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
     padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
     return NonKV(activation, sampler, NON_TORCH_BYTES, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
@@ -199,7 +202,22 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     "; CUDA graphs are captured after the KV pool is sized and do not lower it"
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
-                 + (f"; {padding_source}" if padding else ""), padding)
+                 + (f"; {padding_source}" if padding else "")
+                 + (f"; {state_source}" if state else ""), padding, state)
+
+
+def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequences: int) -> tuple[int, str]:
+    """A hybrid model's recurrent state that the release allocates outside the KV pool (0 and "" otherwise):
+    vLLM V0 sized it for ``max_num_seqs`` sequences in the profile run; V1 keeps it in the pool."""
+    found = rule("hybrid_state", engine, version)
+    if not card.states or found is None or found.values.get("placement") != "profile":
+        return 0, ""
+    from doctor.model.kvcache import state_bytes_per_sequence
+
+    per_sequence = state_bytes_per_sequence(card, engine)
+    total = per_sequence * sequences
+    return total, (f"recurrent state of {sequences} sequences × {per_sequence / 2**20:.1f} MiB allocated in the "
+                   f"profile run, outside the KV pool ({engine} {version or 'newest'}: {found.evidence})")
 
 
 def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1, ep: int = 1,
