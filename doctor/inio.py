@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,14 +25,21 @@ _SNIFF = 4096
 def read_capped(path: str | os.PathLike[str], *, limit: int, label: str, hint: str = "") -> bytes:
     """The bytes of ``path`` (a file, FIFO or device), refusing more than ``limit``; errors start with ``label``
     (and end with ``hint``, e.g. "is this a weights file?", where one helps)."""
-    file = Path(path).expanduser()
+    with opened(path, label) as fh:
+        return _read_at_most(fh, limit, label, hint)
+
+
+@contextmanager
+def opened(path: str | os.PathLike[str], label: str, kind: str = "file") -> Iterator[BinaryIO]:
+    """``path`` opened for binary reading; a missing file, a directory or any read error inside the block
+    becomes one InputError line starting with ``label`` (``kind`` names what a directory is not)."""
     try:
-        with file.open("rb") as fh:
-            return _read_at_most(fh, limit, label, hint)
+        with Path(path).expanduser().open("rb") as fh:
+            yield fh
     except FileNotFoundError:
         raise InputError(f"{label}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{label}: is a directory, not a file") from None
+        raise InputError(f"{label}: is a directory, not a {kind}") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
 

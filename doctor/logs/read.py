@@ -10,10 +10,10 @@ the head and a rolling tail, so memory stays bounded by the cap whatever the siz
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from doctor.errors import InputError
@@ -46,18 +46,13 @@ def read_log(spec: str) -> LogText:
             raise InputError("--log -: standard input is not readable as bytes")
         return _from_stream(stream, "--log - (standard input)")
     label = f"--log {spec}"
-    file = Path(spec).expanduser()
-    try:
-        with file.open("rb") as fh:
-            if file.is_file():
-                return _from_file(fh, os.fstat(fh.fileno()).st_size, label)
-            return _from_stream(fh, label)  # a FIFO, a process substitution
-    except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{label}: is a directory, not a log file") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    from doctor.inio import opened
+
+    with opened(spec, label, "log file") as fh:
+        size = os.fstat(fh.fileno())
+        if stat.S_ISREG(size.st_mode):
+            return _from_file(fh, size.st_size, label)
+        return _from_stream(fh, label)  # a FIFO, a process substitution
 
 
 def _from_file(fh: BinaryIO, size: int, label: str) -> LogText:
