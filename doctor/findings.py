@@ -83,6 +83,11 @@ class Finding:
         }
 
 
+#: The hint of an undecided branch whose missing fact no further input would give (the inputs that would say
+#: were given and do not): renderers show the fact's reason instead.
+NOT_SAID = "the inputs given do not say"
+
+
 @dataclass(frozen=True)
 class Unchecked:
     """A branch a playbook could not decide because facts were unknown: what, why, and how to learn it."""

@@ -265,7 +265,11 @@ def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
     start. Read only for the parsers listed, from the model directory's tokenizer files; unknown otherwise."""
     out = Facts()
     parser, engine = facts.get("launch.tool_call_parser"), facts.get("launch.engine")
-    if not parser or not config_spec or engine != "vllm":
+    if not parser or engine != "vllm":
+        return out
+    if not config_spec:
+        out.error("launch.tool_parser_tokens_missing", "the served tokenizer is not at hand (no model directory: "
+                                                        "pass --config DIR of the served model)")
         return out
     from doctor.engines.catalog import version_key
     from doctor.yamlsafe import load_packaged
@@ -282,8 +286,10 @@ def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
     try:
         loaded = load_config(config_spec)
     except InputError:
-        return out
-    if loaded.path is None or loaded.path.name != "config.json":
+        loaded = None
+    if loaded is None or loaded.path is None or loaded.path.name != "config.json":
+        out.error("launch.tool_parser_tokens_missing", f"the served tokenizer is not at hand (the config "
+                                                        f"{config_spec} is not in a model directory)")
         return out
     vocab = _tokenizer_vocab(loaded.path.parent)
     if vocab is None:
@@ -552,8 +558,9 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             from doctor.model.memory import non_kv_facts
 
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
-            if inputs.config_json is None:
-                facts.update(parser_token_facts(facts, config_spec), overwrite=False)
+            # a config handed over as content (a snapshot) has no tokenizer files beside it
+            facts.update(parser_token_facts(facts, config_spec if inputs.config_json is None else None),
+                         overwrite=False)
         except InputError as exc:
             from doctor.model.names import name_facts
             from doctor.model.resolve import ModelNotResolved

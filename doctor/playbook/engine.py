@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from doctor.facts import Facts
-from doctor.findings import Evidence, Finding, Unchecked, confidence_rank
+from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
 from doctor.model.names import NAME_ONLY
 from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
@@ -209,7 +209,6 @@ _GIVEN_BY = {
     "process": ("process.pid",),
     "launch": ("launch.engine",),
 }
-_NOT_SAID = "the inputs given do not say (see the reason)"
 
 
 def _given(namespace: str, facts: Facts) -> bool:
@@ -238,7 +237,7 @@ def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node:
     reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
     reason = reasons[0] if reasons else "not gathered"
     hints = [h for h in (_hint(k, facts) for k in missing_keys) if h]
-    hint = node.get("hint") or "; ".join(dict.fromkeys(hints)) or _NOT_SAID
+    hint = node.get("hint") or "; ".join(dict.fromkeys(hints)) or NOT_SAID
     return Unchecked(symptom, cause, missing_keys, reason, hint)
 
 

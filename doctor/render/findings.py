@@ -13,7 +13,7 @@ import re
 
 import click
 
-from doctor.findings import Evidence, Finding, Unchecked
+from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked
 from doctor.humanize import readable
 from doctor.render.text import fit_line, labelled, width, wrap
 
@@ -97,7 +97,7 @@ def unchecked_line(unchecked: list[Unchecked]) -> str:
             decides.setdefault(flag.group(0) if flag else hint, (hint, set()))[1].add(item.cause)
     best, covered = max(decides.values(), key=lambda entry: len(entry[1]))
     if len(causes) == 1:
-        return f"Could not check {causes[0]}: {best} (-v: why)"
+        return f"Could not check {causes[0]}: {unchecked[0].reason if best == NOT_SAID else best} (-v: why)"
     share = "all" if len(covered) == len(causes) else f"{len(covered)}"
     return f"Could not check {len(causes)} causes; most useful next input: {best} (decides {share}; -v lists them)"
 
