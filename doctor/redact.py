@@ -24,12 +24,17 @@ _NOT_SECRET = {"max_tokens", "tokenizer", "tokenizer_mode", "tokenizer_path", "s
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<pw>[^/\s@]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/=-]{8,})")
-_TOKEN_SHAPES = re.compile(
-    r"\b(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|ghp_[A-Za-z0-9]{20,}|gh[ousr]_[A-Za-z0-9]{20,}|"
-    r"xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+#: Well-known token shapes, each with a literal prefix every match starts with: the prefixes are a cheap
+#: substring test before the regex, built from the same table so that a new shape can never be skipped by it.
+_TOKEN_TABLE = (
+    (("hf_",), r"hf_[A-Za-z0-9]{16,}"),
+    (("sk-",), r"sk-[A-Za-z0-9_-]{16,}"),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{20,}"),
+    (("xoxa-", "xoxb-", "xoxp-", "xoxr-"), r"xox[abpr]-[A-Za-z0-9-]{10,}"),
+    (("AKIA",), r"AKIA[0-9A-Z]{16}"),
 )
-#: A substring every _TOKEN_SHAPES match contains (a cheap test before the regex).
-_TOKEN_PREFIXES = ("hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "AKIA")
+_TOKEN_SHAPES = re.compile(r"\b(" + "|".join(pattern for _, pattern in _TOKEN_TABLE) + r")\b")
+_TOKEN_PREFIXES = tuple(prefix for prefixes, _ in _TOKEN_TABLE for prefix in prefixes)
 # name, separator and opening quote only: the value is found after a secret name, so that a non-secret
 # "Label: " never swallows the "api_key=x" that follows it.
 _NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(['\"]?\s*[=:]\s*)(['\"]?)")

@@ -233,3 +233,16 @@ def test_urls_with_credentials_are_masked_in_every_line_of_every_format() -> Non
     assert runs["check --config --format text"].returncode == 2 and "https://cfg:***@hf.example" in \
         runs["check --config --format text"].stderr
     assert runs["check --endpoint --format text"].returncode == 3
+
+
+def test_every_token_shape_is_masked_and_passes_the_substring_precheck() -> None:
+    """redact_shapes tests a literal prefix before running the token regex: a shape whose prefix the table
+    lacked would be skipped silently. One sample per alternative of every shape."""
+    from doctor.redact import _TOKEN_PREFIXES, MASK, redact_shapes
+
+    samples = ["hf_" + "a" * 20, "sk-" + "b" * 20, *(f"gh{c}_" + "c" * 24 for c in "pousr"),
+               *(f"xox{c}-" + "e" * 12 for c in "abpr"), "AKIA" + "F" * 16]
+    for token in samples:
+        assert any(token.startswith(p) for p in _TOKEN_PREFIXES), token
+        out = redact_shapes(f"value {token} here")
+        assert token not in out and MASK in out, token
