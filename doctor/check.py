@@ -121,6 +121,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     from doctor.sources import gather
 
     started = time.perf_counter()
+    opts = replace(opts, offline=with_log_read(opts.offline))
     pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
     for symptom in opts.symptoms:  # and on a bad --symptom before any active request is sent
         if pbset.find(symptom) is None:
@@ -135,7 +136,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     # Without a log, the branches only a log can decide are not "could not check" lines on every run.
     unreachable: tuple[str, ...] = (() if active_ran else ("active",)) + \
-        (() if opts.offline.log or offline.log_excerpt is not None else ("log",))
+        (() if offline.log_excerpt is not None else ("log",))
     unreachable += absent_on_this_device(gathered.facts)  # nothing asked about GPUs a CPU server does not use
     diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
@@ -208,8 +209,19 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         gpu=offline.gpu or recorded.get("gpu"),
         gpu_mem=offline.gpu_mem or recorded.get("gpu_mem"),
         workload=workload,
-        log_excerpt=recorded.get("log") if offline.log is None else None,
+        log_excerpt=offline.log_excerpt if offline.log_excerpt is not None else recorded.get("log"),
     )
+
+
+def with_log_read(offline: OfflineInputs) -> OfflineInputs:
+    """``--log`` read once per run: every later gather (the active probes' context, the served-model lookup,
+    the diagnosis) parses the redacted excerpt it gave — the same facts by design (doctor.logs.source) — so
+    ``--log -`` is not consumed by the first gather and a large log is not read three times."""
+    if not offline.log:
+        return offline
+    from doctor.logs.source import read_log_input
+
+    return replace(offline, log=None, log_excerpt=read_log_input(offline.log).excerpt)
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
@@ -233,10 +245,8 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
         inputs["config_json"], inputs["config_name"] = loaded.raw, loaded.name
         if resolved.generation is not None:
             inputs["generation_config_json"] = resolved.generation
-    if offline.log:  # the redacted lines that gave facts, not the log: a replay parses them again
-        from doctor.logs.source import read_log_input
-
-        inputs["log"] = read_log_input(offline.log).excerpt
+    if offline.log_excerpt is not None:  # the redacted lines that gave facts (with_log_read), not the log
+        inputs["log"] = offline.log_excerpt
     return inputs
 
 

@@ -451,3 +451,32 @@ def test_collector_prefixes_change_nothing(tmp_path: Path, wrap: str) -> None:
     for key in ("log.engine", "log.version", "log.launch_command", "log.kv_cache_tokens", "log.error", "log.causes",
                 "log.started", "log.warnings"):
         assert collected.get(key) == plain.get(key), key
+
+
+@requires_shared
+def test_a_log_on_standard_input_is_read_once_per_run() -> None:
+    """`check --active --log -` and `snapshot --log -` gather more than once; standard input can be read only
+    once, so every gather after the first must see the same log facts (doctor.check.with_log_read)."""
+    log = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "tools-hermes" / "server.log"
+    script = (
+        "from doctor.check import with_log_read\n"
+        "from doctor.sources import OfflineInputs, gather\n"
+        "offline = with_log_read(OfflineInputs(log='-'))\n"
+        "for _ in range(2):\n"
+        "    facts = gather(offline).facts\n"
+        "    print(facts.get('log.version'), facts.get('log.kv_cache_tokens'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, input=log.read_text(), capture_output=True,
+                            text=True, timeout=60)
+    first, second = result.stdout.strip().splitlines()
+    assert first == second and not first.startswith("None"), result.stdout + result.stderr
+
+
+@requires_shared
+def test_a_hybrid_models_token_count_survives_the_excerpt() -> None:
+    """SGLang's hybrid-model batch line says ``#full token: 350592``: a count, not a secret named "token". The
+    excerpt a snapshot records must not mask it, or the replay loses the whole Decode batch line."""
+    reading = read_log_input(str(PUBLIC / "sglang-hybrid-spec-decode.log"))
+    assert "***" not in " ".join(reading.excerpt["lines"])
+    replayed = replay_excerpt(reading.excerpt).facts
+    assert replayed.get("log.spec_accept_rate") == reading.facts.get("log.spec_accept_rate") == 0.71

@@ -272,7 +272,13 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
     report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
     """
-    from doctor.check import active_results, served_model_inputs, snapshot_inputs, unreachable_reason
+    from doctor.check import (
+        active_results,
+        served_model_inputs,
+        snapshot_inputs,
+        unreachable_reason,
+        with_log_read,
+    )
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
     from doctor.snapshot import build_snapshot, write_snapshot
@@ -286,6 +292,7 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
                      Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
     given.log = _log_input(log_file, command_file)
+    given = with_log_read(given)
     inputs = snapshot_inputs(given)
     active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
     target = Target.parse(endpoint)

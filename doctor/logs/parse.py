@@ -462,8 +462,9 @@ def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str,
     put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")
 
 
-#: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``): numbers, not secrets named "token".
-_TOKEN_COUNT = re.compile(r"(#[\w-]*tok)(en: \d)")
+#: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``, a hybrid model's ``#full token: 350592``):
+#: numbers, not secrets named "token".
+_TOKEN_COUNT = re.compile(r"(#(?:full )?[\w-]*tok)(en: \d)")
 #: A word joiner inside a name ("tok⁠en") hides it from redaction. Excerpt lines keep it — a snapshot redacts its
 #: extra section once more, and must find nothing left to change — and a replay takes it out (GUARD).
 GUARD = "\u2060"
