@@ -430,3 +430,24 @@ for repo in ("Qwen/Qwen3-8B", "Qwen/Qwen3-32B"):
     first, second = result.stdout.strip().splitlines()
     assert "is unreachable within" in first, result.stdout + result.stderr
     assert "did not answer earlier in this run" in second, result.stdout + result.stderr
+
+
+def test_a_model_is_resolved_once_per_run(hub: HubServer, tmp_path: Path) -> None:
+    """One run resolves its model in several gathers; the second lookup answers from memory and sends the
+    Hub nothing (no second round of safetensors header requests)."""
+    script = """
+from doctor.model.resolve import resolve_model
+first = resolve_model("Qwen/Qwen3-8B")
+print("ready", flush=True)
+input()
+second = resolve_model("Qwen/Qwen3-8B")
+print(second is first, second.weights is not None)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=hub_env(hub, tmp_path),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "ready"
+    asked = len(hub.requests)
+    out, err = proc.communicate("\n", timeout=60)
+    assert out.split() == ["True", "True"], out + err
+    assert len(hub.requests) == asked

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,23 @@ def resolve_model(spec: str, *, offline: bool = False) -> ResolvedModel:
         loaded = load_config(spec)
         assert loaded.path is not None
         return _with_side_files(ResolvedModel(loaded, "local", str(loaded.path), loaded.path.parent))
+    key = (spec, offline_mode(offline), _endpoint(), str(hf_hub_cache()))
+    remembered = _RESOLVED.get(key)
+    if remembered is not None and time.monotonic() - remembered[0] < REMEMBER_S:
+        return remembered[1]
+    found = _resolve_repo(spec, offline)
+    _RESOLVED[key] = (time.monotonic(), found)
+    return found
+
+
+#: A repo id resolved in this process -> (when, what). One run resolves the same model in several gathers (the
+#: active probes' context, the diagnosis, a snapshot's served-model lookup), and a cached config without its
+#: shards asks the Hub for every safetensors header each time; a long-lived `serve` forgets after REMEMBER_S.
+_RESOLVED: dict[tuple[str, bool, str, str], tuple[float, ResolvedModel]] = {}
+REMEMBER_S = 300.0
+
+
+def _resolve_repo(spec: str, offline: bool) -> ResolvedModel:
     cached = _from_cache(spec)
     if cached is not None:
         return cached if cached.weights is not None or offline_mode(offline) else _hub_weights(spec, cached)
