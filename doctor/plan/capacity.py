@@ -119,7 +119,7 @@ class Capacity:
 class Sizer:
     """Model facts per engine and KV dtype (built once), evaluated over candidate layouts."""
 
-    def __init__(self, card: ModelCard, weights: WeightPlan, memory_bytes: int, gpu_name: str | None = None) -> None:
+    def __init__(self, card: ModelCard, weights: WeightPlan, memory_bytes: int, gpu_name: str | None) -> None:
         self.card = card
         self.weights = weights
         self.memory = memory_bytes

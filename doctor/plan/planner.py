@@ -242,7 +242,7 @@ def _instead(plan: Plan) -> list[str]:
     def replan(count: int, weights: WeightPlan) -> Decision:
         key = (count, weights.requested)
         if key not in sizer_cache:
-            sizer = Sizer(plan.card, weights, plan.gpu.gpu.memory_bytes)
+            sizer = Sizer(plan.card, weights, plan.gpu.gpu.memory_bytes, plan.gpu.gpu.name)
             sizer_cache[key] = _decide(first.engine, plan.card, plan.gpu, count, plan.demand, first.kv, sizer,
                                        first.fraction)
         return sizer_cache[key]
