@@ -20,7 +20,7 @@ _SECRET_NAME = re.compile(
 )
 # Names that look secret by the rule above but carry no secret.
 _NOT_SECRET = {"max_tokens", "tokenizer", "tokenizer_mode", "tokenizer_path", "skip_tokenizer_init",
-               "token_usage", "auth_mode", "api_key_env"}
+               "token_usage", "auth_mode", "api_key_env", "token_env"}
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<pw>[^/\s@]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/=-]{8,})")

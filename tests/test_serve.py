@@ -150,6 +150,7 @@ def test_secrets_never_reach_the_outputs(tmp_path: Path) -> None:
     ([], {}, "nowhere to deliver"),
     (["--out-dir", "/tmp", "--listen", "nohost"], {}, "--listen 'nohost'"),
     (["--notify-url-env", "NOPE_NOT_SET"], {}, "NOPE_NOT_SET"),
+    (["--out-dir", "/tmp", "--token-env", "s3cr3t-pasted.value"], {}, "--token-env: expects the NAME"),
     (["--notify-url", "ftp://x"], {}, "http(s) URL"),
     (["--out-dir", "/tmp", "--targets", "/nonexistent.yaml"], {}, "/nonexistent.yaml"),
     (["--out-dir", "/tmp", "--dedup-window", "soon"], {}, "--dedup-window"),
@@ -157,6 +158,7 @@ def test_secrets_never_reach_the_outputs(tmp_path: Path) -> None:
 def test_bad_input_exit_2(args: list[str], env: dict, says: str) -> None:
     result = run_cli("serve", *args, env=env)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
+    assert "s3cr3t" not in result.stderr  # a secret pasted where its variable's name belongs is never echoed
 
 
 def test_a_stalled_sender_gets_400_and_no_traceback(tmp_path: Path) -> None:

@@ -69,18 +69,19 @@ def serve(listen: str, targets_file: str | None, check_unlisted: bool, out_dir: 
     import os
     from pathlib import Path
 
+    from doctor.probes.base import api_key_from_env
     from doctor.report.promql import parse_duration
     from doctor.serve.dispatch import ServeOptions
 
     if notify_url and notify_url_env:
         raise InputError("give --notify-url or --notify-url-env, not both")
     if notify_url_env:
-        notify_url = _env(notify_url_env, "--notify-url-env")
+        notify_url = api_key_from_env(notify_url_env, "--notify-url-env")
     if notify_url and not notify_url.startswith(("http://", "https://")):
         raise InputError("--notify-url: expected an http(s) URL")
     if not (out_dir or notify_url):
         raise InputError("nowhere to deliver: give --out-dir DIR and/or --notify-url URL")
-    token = _env(token_env, "--token-env") if token_env else None
+    token = api_key_from_env(token_env, "--token-env") if token_env else None
     host, port = _listen(listen)
     targets = []
     if targets_file:
@@ -134,15 +135,6 @@ def run_server(host: str, port: int, options: ServeOptions, token: str | None) -
         finished = dispatcher.drain(timeout_s=2 * options.timeout_s + 5)
         dispatcher.close()
         log_line("stopped" + ("" if finished else " (checks still running were abandoned)"))
-
-
-def _env(name: str, flag: str) -> str:
-    import os
-
-    value = os.environ.get(name, "").strip()
-    if not value:
-        raise InputError(f"{flag} {name}: the environment variable is not set or empty")
-    return value
 
 
 def _listen(text: str) -> tuple[str, int]:

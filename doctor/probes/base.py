@@ -194,17 +194,18 @@ def not_this_host(host: str) -> str | None:
     return f"endpoint host {host} is not this machine"
 
 
-def api_key_from_env(name: str) -> str:
-    """The API key held in environment variable ``name`` (``--api-key-env NAME``): keys never go on a command line."""
-    # The likeliest mistake here is the key itself where its variable's name belongs: never echo a value that
+def api_key_from_env(name: str, flag: str = "--api-key-env") -> str:
+    """The secret held in environment variable ``name`` (``--api-key-env NAME``, serve's ``--token-env`` and
+    ``--notify-url-env``): secrets never go on a command line."""
+    # The likeliest mistake here is the secret itself where its variable's name belongs: never echo a value that
     # could be one (a key has dashes or dots; a conventional variable name is upper case).
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
-        raise InputError("--api-key-env: expects the NAME of an environment variable that holds the key "
-                         "(e.g. VLLM_API_KEY), not the key itself")
+        raise InputError(f"{flag}: expects the NAME of an environment variable that holds the secret "
+                         "(e.g. VLLM_API_KEY), not the secret itself")
     value = os.environ.get(name, "")
     if not value.strip():
-        shown = name if name == name.upper() else "named by --api-key-env"
-        raise InputError(f"--api-key-env: environment variable {shown} is not set or empty")
+        shown = name if name == name.upper() else f"named by {flag}"
+        raise InputError(f"{flag}: environment variable {shown} is not set or empty")
     return value.strip()
 
 
