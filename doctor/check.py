@@ -99,7 +99,9 @@ def _probe_entry(probe: ProbeResult, facts: Facts) -> dict[str, Any]:
 def probe_not_applicable(probe: ProbeResult, facts: Facts) -> str | None:
     """Why a probe that failed had nothing to read here, or None: the GPU probe on a server that runs on the CPU
     (derive.derive_device) is not a failure — there is no GPU to find."""
-    if probe.ok or probe.name != "gpu" or facts.get("launch.device") != "cpu" or "gpu.name" in facts:
+    from doctor.derive import absent_on_this_device
+
+    if probe.ok or probe.name != "gpu" or not absent_on_this_device(facts):
         return None
     return facts.unknown_reason("gpu")
 

@@ -12,11 +12,16 @@ from typing import Any
 
 def readable(value: Any, limit: int = 120) -> str:
     """A fact's value as a person writes it: no quotes, no brackets, booleans and null in words."""
-    text = _plain(value)
+    return shorten(_plain(value), limit)
+
+
+def shorten(text: str, limit: int, strip: str = " ,;") -> str:
+    """At most ``limit`` characters, cut at a space with an ellipsis (never inside a word unless it is one word);
+    ``strip`` is what a cut may leave dangling before the ellipsis."""
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit - 1)
-    return (text[:cut] if cut > 0 else text[: limit - 1]).rstrip(" ,;") + "…"
+    return (text[:cut] if cut > 0 else text[: limit - 1]).rstrip(strip) + "…"
 
 
 def _plain(value: Any) -> str:

@@ -512,11 +512,6 @@ def _normalise(cat: Catalog, name: str) -> str:
     return name
 
 
-def _spec_in(engine: str, version: str, option: str) -> FlagSpec | None:
-    res = load_catalog(engine, version).lookup(option)
-    return res.flag if res is not None else None
-
-
 # ---------------------------------------------------------------------------------------------
 # Typing values
 # ---------------------------------------------------------------------------------------------

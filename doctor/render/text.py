@@ -38,7 +38,6 @@ def labelled(label: str, text: str, width: int, *, indent: int = 2, column: int 
 
 def fit_line(text: str, width: int) -> str:
     """One line of at most ``width`` columns, cut at a space with an ellipsis (never inside a word)."""
-    if len(text) <= width:
-        return text
-    cut = text.rfind(" ", 0, width - 1)
-    return (text[:cut] if cut > 0 else text[: width - 1]).rstrip(" ,;:—-") + "…"
+    from doctor.humanize import shorten
+
+    return shorten(text, width, " ,;:—-")

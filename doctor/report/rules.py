@@ -66,8 +66,6 @@ class Translation:
     absent_of: frozenset[str] = frozenset()
     #: the parts of a conjunction (so nested ``all``s flatten into one ``and`` chain)
     conjuncts: tuple[Translation, ...] = ()
-    #: the parts of a disjunction (a symptom alert keeps only its threshold branches)
-    disjuncts: tuple[Translation, ...] = ()
 
 
 @dataclass
@@ -153,7 +151,7 @@ class Translator:
                 return ok[0]
             return Translation(expr, text, frozenset().union(*(p.reads for p in ok)),
                                threshold=any(p.threshold for p in ok),
-                               absent_of=frozenset().union(*(p.absent_of for p in ok)), disjuncts=tuple(ok))
+                               absent_of=frozenset().union(*(p.absent_of for p in ok)))
         if "not" in cond:
             inner = self.condition(cond["not"])
             if inner.expr is None:

@@ -52,7 +52,7 @@ class Dispatcher:
         from doctor.playbook.loader import load_playbooks
 
         self.options = options
-        self._symptoms = set(load_playbooks(options.playbook_dirs).playbooks)  # bad --playbooks fails at start
+        self._playbooks = load_playbooks(options.playbook_dirs)  # a bad --playbooks fails at start
         self._targets = _index(options.targets)
         self._pool = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="llmdoctor-check")
         self._lock = threading.Lock()
@@ -142,7 +142,8 @@ class Dispatcher:
         from doctor.fleet import check_target
 
         symptom = alert.labels.get("symptom")
-        symptoms = (symptom,) if symptom in self._symptoms else ()
+        found = self._playbooks.find(symptom) if symptom else None  # an id or an alias, as `check --symptom`
+        symptoms = (found.symptom,) if found is not None else ()
         result = check_target(spec, self.options.timeout_s, symptoms, self.options.playbook_dirs)
         with self._lock:
             self.counts["checked"] += 1
