@@ -8,7 +8,8 @@ numbers are padded, so ``0.5`` == ``0.5.0``; pre-releases sort below their relea
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 from doctor.errors import InputError
 
@@ -57,6 +58,27 @@ def require_key(version: Any, what: str = "engine version") -> tuple[Any, ...]:
     if key is None:
         raise InputError(f"{what}: {str(version)!r} is not a version number (expected e.g. 0.13.0)")
     return key
+
+
+class _Since(Protocol):
+    since: str
+
+
+_R = TypeVar("_R", bound=_Since)
+
+
+def rule_for(rules: Sequence[_R], version: str | None) -> _R | None:
+    """The newest of ``rules`` (sorted by ``since``) that holds on ``version``: the newest of all when the version is
+    unknown, None when the version predates every rule. Pre/post tags do not move a boundary (0.5.6.post2 follows
+    the 0.5.6 rules); a version that is not one is an InputError naming it."""
+    if not rules:
+        return None
+    if version is None:
+        return rules[-1]
+    require_key(version)
+    key = release(version)
+    applicable = [r for r in rules if release(r.since) <= key]
+    return applicable[-1] if applicable else None
 
 
 def version_at_least(version: Any, since: Any) -> bool:

@@ -46,6 +46,7 @@ def test_firing_alert_is_checked_and_delivered_to_file_and_chat(tmp_path: Path) 
     assert text.startswith(f"# LLMDoctorKvCacheExhausted on {engine.endpoint}: llmdoctor check")
     assert "kv-cache-exhausted" in text and "vllm:kv_cache_usage_perc" in text
     assert "runbook_url: https://docs/causes.md#x" in text
+    assert "- source: http://prometheus/graph" in text  # the alert's generatorURL: one click to the graph
     posted = [r for r in sink.requests if r.method == "POST"]
     assert len(posted) == 1 and posted[0].headers["content-type"] == "application/json"
     assert json.loads(posted[0].body) == {"text": text}

@@ -63,6 +63,12 @@ def _available(engine: str) -> tuple[str, ...]:
                         lambda: [r["version"] for r in _parse_history(path)["releases"]]))
 
 
+@cache
+def release_index(engine: str) -> dict[str, int]:
+    """release -> its position in ``available(engine)``: the one order the history's runs are compared in."""
+    return {v: i for i, v in enumerate(available(engine))}
+
+
 def history_path(engine: str) -> Path:
     return CATALOG_DIR / f"{engine}.json"
 
@@ -444,7 +450,7 @@ def registered_runs(engine: str, kind: str, name: str) -> list[tuple[str, str]]:
 def registered_since(engine: str, kind: str, name: str, after: str) -> str | None:
     """The first release after ``after`` whose ``kind`` registry has ``name``; None when no later release read
     has it."""
-    order = {v: i for i, v in enumerate(available(engine))}
+    order = release_index(engine)
     later = [since for since, _ in registered_runs(engine, kind, name) if order[since] > order[after]]
     return later[0] if later else None
 
@@ -501,7 +507,7 @@ def default_changes(engine: str) -> dict[str, list[tuple[str, str, Any]]]:
         for name, item_runs in table.get("defaults", {}).items():
             runs[f"defaults.{name}"] = [[r["since"], r["until"], r["value"].get("default")] for r in item_runs
                                         if r["value"].get("default") is not None]
-        order = {v: i for i, v in enumerate(available(engine))}
+        order = release_index(engine)
         out = {}
         for key, found in runs.items():
             found.sort(key=lambda r: order[r[0]])
@@ -560,8 +566,8 @@ def flag_change(catalog: Catalog, option: str) -> FlagChange | None:
     if not runs:
         return None
     versions = available(catalog.engine)
-    at = versions.index(catalog.version)
-    order = {v: i for i, v in enumerate(versions)}
+    order = release_index(catalog.engine)
+    at = order[catalog.version]
     before = [r for r in runs if order[r[1]] < at]
     after = [r for r in runs if order[r[0]] > at]
     if not before:

@@ -328,11 +328,9 @@ class _Walker:
         """The value words with placeholders replaced by their defaults; None when one has no default."""
         if not self.placeholders or not any(_may_hold_placeholder(word) for word in raw):
             return raw
-        from doctor.engines.placeholders import expand
-
         out: list[str] = []
         for word in raw:
-            value, found = expand(word)
+            value, found = _expand_word(word)
             if found:
                 shown = MASK if secret else word
                 self.cmd.placeholders.append({"flag": flag, "dest": dest, "word": shown,

@@ -102,11 +102,16 @@ def _entry(raw: dict[str, Any], where: str) -> GpuModel:
 
 
 @lru_cache(maxsize=1)
-def _load() -> tuple[tuple[GpuModel, ...], dict[str, GpuModel]]:
-    # lazy: only the commands that name a GPU pay for the YAML parser
+def _document() -> dict[str, Any]:
+    """gpus.yaml, parsed once per process (lazy: only the commands that name a GPU pay for the YAML parser)."""
     from doctor.yamlsafe import load_packaged
 
-    data = load_packaged(CATALOG_PATH)
+    return load_packaged(CATALOG_PATH)
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[tuple[GpuModel, ...], dict[str, GpuModel]]:
+    data = _document()
     models = tuple(_entry(raw, f"gpus[{i}]") for i, raw in enumerate(data["gpus"]))
     index: dict[str, GpuModel] = {}
     for model in models:
@@ -136,8 +141,6 @@ def _ambiguous() -> dict[str, tuple[str, tuple[str, ...]]]:
     """normalized name -> (entry assumed, the entries it may mean): the catalog's ``ambiguous`` section plus every
     family name (``A100``, ``H100``, ``V100``) whose variants differ in what sizing reads: memory or compute
     capability (H200 and H200 NVL differ only in interconnect and clocks, so ``H200`` needs no assumption)."""
-    from doctor.yamlsafe import load_packaged
-
     models, index = _load()
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     for family in {m.family for m in models if m.family}:
@@ -146,7 +149,7 @@ def _ambiguous() -> dict[str, tuple[str, tuple[str, ...]]]:
         default = next((m for m in variants if m.default), None)
         if default is not None and len({(m.memory_gb, m.sm, m.gfx) for m in variants}) > 1:
             out[normalize(family)] = (default.name, members)
-    for i, raw in enumerate(load_packaged(CATALOG_PATH).get("ambiguous") or ()):
+    for i, raw in enumerate(_document().get("ambiguous") or ()):
         names = (raw.get("assume"), *(raw.get("candidates") or ()))
         if not isinstance(raw.get("name"), str) or not all(isinstance(n, str) and normalize(n) in index for n in names):
             raise InputError(f"{CATALOG_PATH.name}: ambiguous[{i}]: name, assume and candidates must name entries")

@@ -16,7 +16,7 @@ from typing import Any
 
 from doctor.errors import InputError
 from doctor.hardware.catalog import GpuModel
-from doctor.versions import release, require_key
+from doctor.versions import require_key, rule_for
 
 KERNELS_PATH = Path(__file__).with_name("kernels.yaml")
 ENGINES = ("vllm", "sglang")
@@ -48,16 +48,6 @@ def kernel_rules() -> dict[str, dict[str, tuple[KernelRule, ...]]]:
     return out
 
 
-def _rule_at(rules: tuple[KernelRule, ...], version: str | None) -> KernelRule | None:
-    if version is None:
-        return rules[-1]
-    # pre/post tags do not move a rule boundary: 0.5.6.post2 follows the 0.5.6 rules
-    require_key(version)
-    key = release(version)
-    applicable = [r for r in rules if release(r.since) <= key]
-    return applicable[-1] if applicable else None
-
-
 def kernel_support(gpu: GpuModel, engine: str | None = None, version: str | None = None) -> dict[str, Any]:
     """Derived facts (keys without the ``gpu.`` prefix) for an NVIDIA GPU; {} for other vendors.
 
@@ -75,7 +65,7 @@ def kernel_support(gpu: GpuModel, engine: str | None = None, version: str | None
         if engine is not None:
             rules = per_engine.get(engine)
             if rules:
-                rule = _rule_at(rules, version)
+                rule = rule_for(rules, version)
                 out[kernel] = rule is not None and gpu.sm in rule.sm
             continue
         out[kernel] = any(gpu.sm in rules[-1].sm for rules in per_engine.values())

@@ -59,17 +59,11 @@ def _rules() -> dict[str, dict[str, tuple[Rule, ...]]]:
 
 
 def rule(topic: str, engine: str, version: str | None) -> Rule | None:
-    """The rule of ``topic`` for this engine release (the newest rule when the version is unknown)."""
-    from doctor.versions import release
+    """The rule of ``topic`` for this engine release (the newest rule when the version is unknown or not a version
+    number: the memory model hedges rather than refuses)."""
+    from doctor.versions import release, rule_for
 
-    rules = _rules().get(topic, {}).get(engine)
-    if not rules:
-        return None
-    key = release(version) if version else None
-    if key is None:
-        return rules[-1]
-    applicable = [r for r in rules if release(r.since) <= key]
-    return applicable[-1] if applicable else None
+    return rule_for(_rules().get(topic, {}).get(engine) or (), version if release(version) else None)
 
 
 @dataclass(frozen=True)

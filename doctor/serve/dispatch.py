@@ -230,6 +230,8 @@ def render_markdown(alert: Alert, spec: TargetSpec, result: TargetResult) -> str
     out = [f"# {alert.name} on {spec.shown}: llmdoctor check", "",
            f"- alert: {alert.status} since {alert.starts_at or 'unknown'} (fingerprint `{alert.fingerprint}`)",
            f"- labels: {labels or 'none'}"]
+    if alert.generator_url:  # the rule's expression in Prometheus: one click from the chat message to the graph
+        out.append(f"- source: {alert.generator_url}")
     for key in ("summary", "description", "runbook_url"):
         if alert.annotations.get(key):
             out.append(f"- {key}: {alert.annotations[key]}")
