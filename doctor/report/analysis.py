@@ -12,7 +12,7 @@ The document (docs/report.md) is the single thing every renderer reads; it is re
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -56,7 +56,6 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
     from doctor.playbook.engine import diagnose
 
     results = []
-    chart_step = replace(window, chart_points=collected.chart_points).chart_step
     for instance in sorted(set(collected.instances) | set(live)):
         facts = merge(live[instance].facts if instance in live else None,
                       instance_facts(collected, instance, catalog))
@@ -64,7 +63,7 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
         # a report sends no requests of its own and reads no server logs
         diagnosis = diagnose(pbset, facts, unreachable=("active", "log"))
         results.append(InstanceResult(instance, facts, diagnosis, live.get(instance),
-                                      _charts_of(collected, instance, gap=2.5 * chart_step)))
+                                      _charts_of(collected, instance, gap=2.5 * collected.chart_step)))
     return results
 
 
@@ -141,7 +140,7 @@ def document(*, client: PromClient, window: Window, selector: Selector, results:
         "llmdoctor_version": __version__,
         "prometheus": client.display,
         "window": {"since": format_duration(window.since), "since_s": window.since, "step_s": window.step,
-                   "trend_s": window.trend, "chart_step_s": replace(window, chart_points=collected.chart_points).chart_step, "start": iso(window.start),
+                   "trend_s": window.trend, "chart_step_s": collected.chart_step, "start": iso(window.start),
                    "end": iso(window.end), "start_s": window.start, "end_s": window.end,
                    "selector": selector.text},
         "queries": {"count": client.count, "failed": client.failed, "seconds": round(elapsed_s, 3),

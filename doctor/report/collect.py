@@ -106,8 +106,8 @@ class Collected:
     errors: dict[str, str] = field(default_factory=dict)
     #: chart id → instance (or host, for GPUs) → series label → points
     charts: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = field(default_factory=dict)
-    #: points per chart series, by the fleet's size (chart_points)
-    chart_points: int = MAX_CHART_POINTS
+    #: seconds between chart points: the window's, thinned for a large fleet (chart_points)
+    chart_step: float = 0.0
 
     def any_data(self) -> bool:
         return bool(self.instances)
@@ -116,7 +116,7 @@ class Collected:
 def collect(client: PromClient, catalog: Catalog, window: Window, params: Params) -> Collected:
     """Ask every report fact, then (when there was anything) every chart; ``params`` carries the selector
     (ranges are the window's). Queries run a few at a time: Prometheus evaluates them side by side."""
-    out = Collected()
+    out = Collected(chart_step=window.chart_step)
     report_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
                            lookback=window.since)
     asks = [_ask_entry(client, catalog, entry, window, report_params, out)
@@ -124,8 +124,8 @@ def collect(client: PromClient, catalog: Catalog, window: Window, params: Params
     asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
     _run_all(asks)
     if out.any_data():
-        out.chart_points = chart_points(len(out.instances))
-        window = replace(window, chart_points=out.chart_points)
+        window = replace(window, chart_points=chart_points(len(out.instances)))
+        out.chart_step = window.chart_step
         chart_params = Params(selector=params.selector, range=max(window.chart_step, MIN_CHART_RANGE_S),
                               trend=window.trend, step=window.step, lookback=window.since)
         _run_all([_ask_chart(client, catalog, chart_id, key, title, window, chart_params, out)
