@@ -363,6 +363,7 @@ def _vllm(scan: _Scan, put: Any) -> None:
 
 def _sglang(scan: _Scan, put: Any) -> None:
     m = scan.last(_SGL_ARGS)
+    full: dict[str, Any] = {}
     if m:
         full = _redact_value(_sglang_all_args(m.group(1)))
         if full:
@@ -387,9 +388,8 @@ def _sglang(scan: _Scan, put: Any) -> None:
         put("log.kv_cache_tokens", int(m.group(2)), "KV Cache is allocated")
     if m:
         put("log.kv_cache_dtype", m.group(1).removeprefix("torch."), "KV Cache is allocated")
-    args = _literal_args(scan)
-    if args.get("attention_backend"):
-        put("log.attention_backend", args["attention_backend"], "server_args attention_backend")
+    if full.get("attention_backend"):
+        put("log.attention_backend", full["attention_backend"], "server_args attention_backend")
     m = scan.last(_SGL_WEIGHTS)
     if m:
         put("log.weights_gib", round(float(m.group(1)) * 1e9 / 2**30, 3), "Load weight end (GB)")
@@ -507,11 +507,6 @@ def _literal(text: str) -> Any:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-
-
-def _literal_args(scan: _Scan) -> dict[str, Any]:
-    m = scan.last(_SGL_ARGS)
-    return _sglang_all_args(m.group(1)) if m else {}
 
 
 def _sglang_all_args(text: str) -> dict[str, Any]:
