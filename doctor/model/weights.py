@@ -12,7 +12,6 @@ change of format needs another checkpoint (an NVFP4 repo, a BF16 original), whic
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -143,8 +142,10 @@ def name_format(name: str | None) -> str | None:
     """The quantization a repo or directory name announces (``-NVFP4``, ``-AWQ``, ``-GPTQ-Int8``), or None."""
     if not name:
         return None
-    tokens = set(re.split(r"[-_.]", name.rstrip("/").rsplit("/", 1)[-1].lower()))
-    return next((fmt for token, fmt in NAME_FORMATS if token in tokens), None)
+    from doctor.model.names import tokens
+
+    words = set(tokens(name))
+    return next((fmt for token, fmt in NAME_FORMATS if token in words), None)
 
 
 def hf_quant_format(hf_quant: dict[str, Any] | None) -> str | None:
