@@ -119,11 +119,12 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
         facts = model_facts(card, kv_dtype=kv_dtype, engine=engine)
     except InputError:  # e.g. fp4 on a layout no engine supports: fall back to the checkpoint dtype
         facts = model_facts(card, kv_dtype="auto", engine=engine)
-    from doctor.model.memory import release_kv_facts
+    from doctor.model.memory import group_padding_facts, release_kv_facts
 
     resolved = sized.resolved
     facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
                                   str(facts.get("model.kv_dtype"))))
+    facts.update(group_padding_facts(card, facts, engine, engine_version))
     facts.set("model.resolved_from", resolved.origin, resolved.where)
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
     if resolved.chat_template is not None:
@@ -168,6 +169,31 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     weights = plan_weights(card, "fp8", model_path=None)
     out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
     out.set("model.expert_weight_bytes", weights.expert_bytes, f"{weights.source} (--quantization fp8)")
+    return out
+
+
+#: --dtype spellings that mean 32-bit floats (vllm config/model.py _STR_DTYPE_TO_TORCH_DTYPE; SGLang shares them)
+FLOAT32_DTYPES = ("float32", "float")
+
+
+def float32_facts(card: Any, facts: Facts) -> Facts:
+    """`--dtype float32` on an unquantized checkpoint: the engine holds every weight in 4 bytes, and its KV too
+    unless --kv-cache-dtype says otherwise (``auto`` follows the model's dtype)."""
+    out = Facts()
+    dtype = str(facts.get("launch.flags.dtype") or "").lower()
+    if card is None or dtype not in FLOAT32_DTYPES or facts.get("model.quantization") is not None:
+        return out
+    weights, per_token = facts.get("model.weight_bytes"), facts.get("model.kv_bytes_per_token")
+    if isinstance(weights, int) and card.dtype in ("bfloat16", "float16"):
+        out.set("model.weight_bytes", weights * 2, f"derived: {card.dtype} weights held in float32 (--dtype {dtype})")
+    if isinstance(per_token, int) and str(facts.get("launch.kv_cache_dtype") or "auto") == "auto" \
+            and facts.get("model.kv_dtype") in ("bf16", "fp16"):
+        why = f"derived: KV in float32, the model's dtype (--dtype {dtype}, --kv-cache-dtype auto)"
+        out.set("model.kv_bytes_per_token", per_token * 2, why)
+        growing = facts.get("model.kv_bytes_per_token_growing")
+        if isinstance(growing, (int, float)):
+            out.set("model.kv_bytes_per_token_growing", growing * 2, why)
+        out.set("model.kv_dtype", "fp32", f"--dtype {dtype} with --kv-cache-dtype auto")
     return out
 
 
@@ -555,6 +581,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 generation=inputs.generation_config_json)
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
+            facts.update(float32_facts(gathered.card, facts))
             from doctor.model.memory import non_kv_facts
 
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)

@@ -61,21 +61,41 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
     else:
         path = SHARED_FIXTURES / "configs" / point["config"]
         raw, name = json.loads(path.read_text(encoding="utf-8")), str(path)
-    return model_facts_for(name, kv_cache_dtype=flags.get("kv_cache_dtype"), engine=point["engine"], raw=raw,
-                           engine_version=point["version"], served=point.get("served"))
+    card, facts = model_facts_for(name, kv_cache_dtype=flags.get("kv_cache_dtype"), engine=point["engine"],
+                                  raw=raw, engine_version=point["version"], served=point.get("served"),
+                                  launch_quantization=flags.get("quantization"))
+    # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources.py)
+    from doctor.sources import float32_facts, online_fp8_facts
+
+    for key, flag in (("launch.quantization", "quantization"), ("launch.flags.dtype", "dtype"),
+                      ("launch.kv_cache_dtype", "kv_cache_dtype")):
+        if flags.get(flag) is not None:
+            facts.set(key, flags[flag], "data point")
+    facts.update(online_fp8_facts(card, facts))
+    facts.update(float32_facts(card, facts))
+    return card, facts
+
+
+def _layout(point: dict[str, Any]) -> Any:
+    """One engine instance's layout (doctor/fit.py), per GPU: a DP rank holds its own pool (vLLM -dp, SGLang's
+    DP attention), experts split over ``ep``."""
+    from doctor.fit import Layout
+
+    flags = point["flags"]
+    tp, pp, dp, ep = flags.get("tp", 1), flags.get("pp", 1), flags.get("dp", 1), flags.get("ep", 1)
+    if flags.get("dp_attention"):  # SGLang: --tp is the whole instance, attention split dp ways inside it
+        return Layout(tp * pp, max(1, tp // dp), dp, pp, ep)
+    return Layout(tp * pp * dp, tp, dp, pp, ep)
 
 
 def _per_gpu_bytes(point: dict[str, Any], facts: Any) -> float:
-    from doctor.fit import Layout, kv_bytes_per_token_per_gpu
+    from doctor.fit import kv_bytes_per_token_per_gpu
 
-    flags = point["flags"]
-    tp, pp = flags.get("tp", 1), flags.get("pp", 1)
-    attn_tp = 1 if flags.get("dp_attention") else tp
-    per_gpu = kv_bytes_per_token_per_gpu(facts, Layout(tp * pp, attn_tp, 1, pp, 1))
+    per_gpu = kv_bytes_per_token_per_gpu(facts, _layout(point))
     assert per_gpu, point["id"]
-    if flags.get("indexer_in_log") is False:  # that release's log line left the DSA indexer keys out
+    if point["flags"].get("indexer_in_log") is False:  # that release's log line left the DSA indexer keys out
         layers = facts.get("model.layers.indexer") or 0
-        per_gpu -= layers * 132 / pp
+        per_gpu -= layers * 132 / point["flags"].get("pp", 1)
     return per_gpu
 
 
@@ -86,8 +106,7 @@ def _tokens(point: dict[str, Any], memory: float, per_gpu: float) -> float:
     return memory / per_gpu
 
 
-def _logged_tokens(point: dict[str, Any]) -> float:
-    logged = point["logged"]
+def _logged_tokens(logged: dict[str, Any]) -> float:
     if "tokens" in logged:
         return logged["tokens"]
     return logged["gpu_blocks"] * logged["block_size"]
@@ -97,38 +116,54 @@ def evaluate(point: dict[str, Any]) -> list[Result]:
     card, facts = _card_and_facts(point)
     per_gpu = _per_gpu_bytes(point, facts)
     logged = point["logged"]
-    out = []
+    out: list[Result] = []
     if "layout" in point["checks"]:
-        memory = logged["kv_memory"] * GIB
-        out.append(Result(point["id"], "layout", _tokens(point, memory, per_gpu), _logged_tokens(point),
+        # "N GiB KV cache is needed" for one request of the model's length, where the engine refused to start
+        pool = logged.get("needed") or logged
+        memory = pool["kv_memory"] * GIB
+        out.append(Result(point["id"], "layout", _tokens(point, memory, per_gpu), _logged_tokens(pool),
                           f"{per_gpu:.0f} B/token/GPU ({facts.get('model.kv_layout') or facts.get('model.attention')})"))
     if "full" in point["checks"]:
         out.append(_full(point, card, facts, per_gpu))
     return out
 
 
-def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
-    from doctor.fit import Layout, weights_per_gpu
+def _gpu(point: dict[str, Any]) -> Any:
+    """The catalog GPU, or — for one the thread does not name or the catalog lacks — its memory as a user gives
+    it with --gpu-mem (doctor/hardware/spec.py unknown_gpu)."""
     from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.spec import unknown_gpu
+
+    if point.get("gpu"):
+        gpu = lookup_gpu(point["gpu"])
+        assert gpu is not None, point["gpu"]
+        return gpu
+    size = point["gpu_mem_gib"]
+    return unknown_gpu("(unnamed)", int(size * GIB), f"--gpu-mem {size}GiB")
+
+
+def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
+    from doctor.fit import weights_per_gpu
     from doctor.model.memory import non_kv_bytes
 
     flags, logged = point["flags"], point["logged"]
-    gpu = lookup_gpu(point["gpu"])
-    assert gpu is not None, point["gpu"]
-    tp, pp = flags.get("tp", 1), flags.get("pp", 1)
-    weights = weights_per_gpu(facts, Layout(tp * pp, tp, 1, pp, 1)) or 0
+    gpu = _gpu(point)
+    layout = _layout(point)
+    weights = weights_per_gpu(facts, layout) or 0
     fraction = flags.get("mem_fraction_static" if point["engine"] == "sglang" else "gpu_memory_utilization", 0.9)
-    non_kv = non_kv_bytes(card, point["engine"], point["version"], tp=tp,
+    non_kv = non_kv_bytes(card, point["engine"], point["version"], tp=layout.attn_tp,
                           max_num_batched_tokens=flags.get("max_num_batched_tokens"),
-                          max_model_len=flags.get("max_model_len"), gpu_name=gpu.name,
-                          gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction, gpu_sm=gpu.sm)
+                          max_num_seqs=flags.get("max_num_seqs"),
+                          max_model_len=flags.get("max_model_len") or flags.get("context_length"),
+                          gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
+                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=gpu.interconnect == "nvlink")
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
-    if "kv_memory" in logged and "gpu_blocks" not in logged and "tokens" not in logged:
+    if "gpu_blocks" not in logged and "tokens" not in logged:
         # the engine logged only the memory (it did not start): compare memory, the thing it logged
         predicted, actual = budget / GIB, logged["kv_memory"]
     else:
-        predicted, actual = _tokens(point, max(0.0, budget), per_gpu), _logged_tokens(point)
+        predicted, actual = _tokens(point, max(0.0, budget), per_gpu), _logged_tokens(logged)
     detail = (f"{gpu.name} {gpu.memory_bytes / GIB:.1f} GiB × {fraction} − weights "
               f"{weights / GIB:.2f} − non-KV {non_kv.total / GIB:.2f} GiB")
     if "weights_gib" in logged:  # the log gives the real weights: which term is off
@@ -146,7 +181,7 @@ def test_table_is_cited_and_large_enough() -> None:
     assert len(points) >= 15
     assert len({p["id"] for p in points}) == len(points)
     for point in points:
-        assert point["url"].startswith("https://github.com/"), point["id"]
+        assert point["url"].startswith("https://"), point["id"]
         assert point["engine"] in ("vllm", "sglang") and point["checks"]
         assert ("config" in point) != ("config_facts" in point), point["id"]
         if "config_facts" in point:
@@ -154,22 +189,35 @@ def test_table_is_cited_and_large_enough() -> None:
 
 
 @requires_shared
-def test_at_least_80_percent_within_15_percent() -> None:
-    """One verdict per data point: its primary check (the first listed) within ±15 % of what the engine logged.
-    Second checks are reported (python tests/test_memory_datapoints.py) but do not count: the full prediction
-    of a V1 MoE pool (Qwen3-235B-FP8 on 4×H100) is one of the misses the table keeps in view."""
-    primary = {}
-    for result in all_results():
-        primary.setdefault(result.id, result)
-    within = [r for r in primary.values() if r.within]
-    assert len(within) / len(primary) >= 0.8, "\n" + report()
+def test_full_predictions_reach_80_percent() -> None:
+    """The issue's bar: KV tokens predicted before anything runs (catalog GPU × fraction − weights − non-KV, nothing
+    read from the log) within ±15 % of what the engine logged on at least 80 % of the data points that allow it."""
+    fulls = [r for r in all_results() if r.check == "full"]
+    assert len(fulls) >= 15
+    within = [r for r in fulls if r.within]
+    assert len(within) / len(fulls) >= 0.8, "\n" + report()
 
 
 @requires_shared
-def test_every_layout_check_is_within_15_percent() -> None:
-    """The KV layout per engine release reproduces every pool the engines logged (memory → tokens)."""
-    misses = [r for r in all_results() if r.check == "layout" and not r.within]
-    assert not misses, "\n" + report()
+def test_every_miss_is_declared_with_its_reason() -> None:
+    """A prediction outside ±15 % is a known limit of the model only when its data point says so (``known_miss``:
+    check → why), and a declared miss that starts matching must lose its declaration: the table cannot rot."""
+    points = {p["id"]: p for p in datapoints()}
+    undeclared, stale = [], []
+    for result in all_results():
+        declared = (points[result.id].get("known_miss") or {}).get(result.check)
+        if not result.within and not declared:
+            undeclared.append(result)
+        if result.within and declared:
+            stale.append(result)
+    assert not undeclared and not stale, f"undeclared: {undeclared}\nstale: {stale}\n" + report()
+
+
+@requires_shared
+def test_layout_checks_pass_where_the_layout_is_modelled() -> None:
+    """The KV layout per engine release reproduces the pools the engines logged (memory → tokens): at least 95 %."""
+    layouts = [r for r in all_results() if r.check == "layout"]
+    assert sum(r.within for r in layouts) / len(layouts) >= 0.95, "\n" + report()
 
 
 @requires_shared
@@ -196,12 +244,14 @@ def test_the_v0_activation_peak_follows_max_model_len() -> None:
 def test_gpt_oss_non_kv_is_counted() -> None:
     """The issue's example: gpt-oss-120b on one H100 — llmdoctor predicted ~12.6 GiB of KV before the non-KV model;
     the server logged 1.71 GiB (0.11) and -2.14 GiB (0.10.1). The sampler pass over 1024 × 201,088 vocabulary rows
-    (~5 GiB) is taken off on both, the Marlin padding (~5.1 GiB) on 0.10.1, whose log names Marlin; what remains
-    (~2.5 GiB, and on 0.11's Triton backend 3.7 GiB of weights outside the vLLM wheel) is listed in the report."""
+    (3.1 GiB at 16 bytes an element) is taken off on both, the Marlin padding (~5.1 GiB) on 0.10.1, whose log names
+    Marlin. What remains (~5.8 GiB of 0.11's profile, and its Triton backend's 3.7 GiB of weights outside the vLLM
+    wheel) is a declared miss of the table; gpt-oss-20b on 0.19 (the same sampler pass) is predicted within 2 %."""
     fulls = {r.id: r for r in all_results() if r.check == "full"}
     newer, older = fulls["vllm-27508-gpt-oss-120b-h100-095"], fulls["vllm-23278-gpt-oss-120b-h100-090"]
-    assert "non-KV 5." in newer.detail and newer.predicted < 12.6
-    assert "non-KV 10." in older.detail and older.predicted < 1
+    assert "non-KV 3." in newer.detail and newer.predicted < 12.6
+    assert "non-KV 8." in older.detail and older.predicted < 3
+    assert fulls["planner-gpt-oss-20b-h100-tp1-8192-failedlater"].within
 
 
 @requires_shared
@@ -238,7 +288,7 @@ def test_sglang_fraction_covers_weights_and_kv_only() -> None:
     fulls = {r.id: r for r in all_results() if r.check == "full"}
     result = fulls["sglang-21348-qwen3-235b-fp8-4xh100"]
     assert result.within, result
-    assert "non-KV 0.37 GiB" in result.detail
+    assert "non-KV 0.78 GiB" in result.detail  # (0.4 GiB context + 453 MiB CUDA does not report) × 0.93
     from doctor.model.memory import non_kv_bytes
 
     card, _ = _card_and_facts(datapoints()[0])
@@ -284,17 +334,6 @@ def test_hybrid_state_follows_the_release() -> None:
 
 
 @requires_shared
-def test_full_predictions_that_match_keep_matching() -> None:
-    """Full predictions (GPU × fraction − weights − non-KV, nothing read from the log) that are within ±15 % today:
-    a regression guard. The misses (gpt-oss, the LMCache run, GB10, V2-Lite on H100) are in the report."""
-    fulls = {r.id: r for r in all_results() if r.check == "full"}
-    expected = {"vllm-10517-llama31-8b-rtx3090-20k", "vllm-10517-llama31-8b-rtx3090-29k",
-                "sglang-21348-qwen3-235b-fp8-4xh100", "vllm-pr20665-deepseek-v2-lite-tp2-pp2-l4",
-                "vllm-pr2031-llama2-7b-a100"}
-    assert {i for i, r in fulls.items() if r.within} == expected, "\n" + report()
-
-
-@requires_shared
 def test_check_reads_the_release_layout_and_the_non_kv_reserve() -> None:
     """Through the CLI (`check` offline, whose JSON carries the facts): an old vLLM on DeepSeek-V2-Lite is sized per head (and 0.7.1 forces prefix caching off);
     a gpt-oss-120b launch on an H100 has its sampler pass taken off the KV budget."""
@@ -317,8 +356,14 @@ def test_check_reads_the_release_layout_and_the_non_kv_reserve() -> None:
     gpt_oss = run_cli("check", "--format", "json", "--config", str(SHARED_FIXTURES / "configs" / "openai__gpt-oss-120b.json"),
                       "--gpu", "H100", "--command", "vllm serve openai/gpt-oss-120b --gpu-memory-utilization 0.95")
     doc = json.loads(gpt_oss.stdout)["facts"]
-    assert doc["engine.non_kv_bytes_per_gpu"]["value"] > 5 * GIB
+    assert doc["engine.non_kv_bytes_per_gpu"]["value"] > 3 * GIB
     assert "sampler pass over 1024 × 201088" in doc["engine.non_kv_bytes_per_gpu"]["source"]
+
+def _source(url: str) -> str:
+    """Where a data point comes from, for the per-source line of the report (a repository, or a site)."""
+    parts = url.split("/")
+    return "/".join(parts[3:5]) if parts[2] == "github.com" else parts[2]
+
 
 def report() -> str:
     results = all_results()
@@ -329,14 +374,83 @@ def report() -> str:
         some = [r for r in results if r.check == check]
         ok = sum(r.within for r in some)
         lines.append(f"{check}: {ok}/{len(some)} within ±{TOLERANCE:.0%}")
-    primary: dict[str, Result] = {}
+    urls = {p["id"]: p["url"] for p in datapoints()}
+    by_source: dict[str, list[Result]] = {}
     for r in results:
-        primary.setdefault(r.id, r)
-    ok = sum(r.within for r in primary.values())
-    lines.append(f"{ok}/{len(primary)} data points within ±{TOLERANCE:.0%} on their first check "
-                 f"({ok / len(primary):.0%})")
+        if r.check == "full":
+            by_source.setdefault(_source(urls[r.id]), []).append(r)
+    for source, some in sorted(by_source.items(), key=lambda item: -len(item[1])):
+        lines.append(f"  full, {source}: {sum(r.within for r in some)}/{len(some)}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     print(report())
+
+
+@requires_shared
+def test_release_defaults_decide_the_profiled_batch() -> None:
+    """What the profile run holds follows the release's defaults (engine_memory.yaml, wheel file:line): V0 turns
+    chunked prefill on past 32k tokens from 0.5.4 (512 tokens) and 0.7.0 (2048); V1 0.8.5 sizes by the GPU's memory
+    (8192 tokens and 1024 sequences from 70 GiB, else 2048 and 256)."""
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.model.memory import non_kv_bytes
+
+    card, _ = _card_and_facts(datapoints()[0])  # Llama-3.1-8B
+    batched = {v: (non_kv_bytes(card, "vllm", v, max_model_len=131072) or card).batched_tokens
+               for v in ("0.5.1", "0.5.4", "0.7.0")}
+    assert batched == {"0.5.1": 131072, "0.5.4": 512, "0.7.0": 2048}
+    a10, h100 = lookup_gpu("A10"), lookup_gpu("H100")
+    assert a10 is not None and h100 is not None
+    small = non_kv_bytes(card, "vllm", "0.8.5", gpu_name=a10.name, gpu_memory_bytes=a10.memory_bytes)
+    large = non_kv_bytes(card, "vllm", "0.8.5", gpu_name=h100.name, gpu_memory_bytes=h100.memory_bytes)
+    assert small is not None and large is not None
+    assert (small.batched_tokens, small.sampler_rows) == (2048, 256)
+    assert (large.batched_tokens, large.sampler_rows) == (8192, 1024)
+
+
+@requires_shared
+def test_nccl_on_an_nvswitch_fabric_is_counted_per_rank() -> None:
+    """TP across H100s on NVSwitch: ~1.8 GiB more non-torch memory per rank (vllm PR 10511, llm-d-planner PR 205);
+    not at TP 1, not on a PCIe card, not on sm_80 A100s (measured absent at TP 2)."""
+    from doctor.model.memory import NVSWITCH_TP_BYTES, non_kv_bytes
+
+    card, _ = _card_and_facts(datapoints()[0])
+
+    def non_torch(tp: int, sm: int, nvswitch: bool) -> int:
+        found = non_kv_bytes(card, "vllm", "0.19.0", tp=tp, gpu_sm=sm, nvswitch=nvswitch)
+        assert found is not None
+        return found.non_torch
+
+    base = non_torch(1, 90, True)
+    assert non_torch(2, 90, True) == base + NVSWITCH_TP_BYTES
+    assert non_torch(2, 89, False) == base == non_torch(2, 80, True)
+
+
+@requires_shared
+def test_check_sizes_float32_padding_layers_and_bitsandbytes_from_the_launch() -> None:
+    """Through the CLI: `--dtype float32` doubles the weights and the auto KV; gemma-3-27b on vLLM 0.19 pools 70 layer
+    slots for its 62 layers (the newest release reports a group-aware capacity: no per-token padding);
+    `--quantization bitsandbytes` sizes a base config at 4-bit NF4 and says it assumed so."""
+    from conftest import run_cli
+
+    def facts(config: str, command: str, *args: str) -> dict[str, Any]:
+        result = run_cli("check", "--format", "json", "--config", str(SHARED_FIXTURES / "configs" / config),
+                         "--gpu", "H100", "--command", command, *args)
+        assert result.returncode in (0, 1), result.stderr
+        return {k: (v.get("value"), v.get("source")) for k, v in json.loads(result.stdout)["facts"].items()}
+
+    llama = "meta-llama__Meta-Llama-3.1-8B.json"
+    plain = facts(llama, "vllm serve meta-llama/Llama-3.1-8B")
+    wide = facts(llama, "vllm serve meta-llama/Llama-3.1-8B --dtype float32")
+    assert wide["model.weight_bytes"][0] == 2 * plain["model.weight_bytes"][0]
+    assert wide["model.kv_bytes_per_token"][0] == 2 * plain["model.kv_bytes_per_token"][0] == 262144
+    assert wide["model.kv_dtype"][0] == "fp32" and "--dtype float32" in wide["model.weight_bytes"][1]
+    gemma = "google__gemma-3-27b-it.json"
+    old = facts(gemma, "vllm serve google/gemma-3-27b-it", "--engine-version", "0.19.0")
+    new = facts(gemma, "vllm serve google/gemma-3-27b-it", "--engine-version", "0.33.0")
+    assert old["model.kv_bytes_per_token"][0] == 573440 and "8 padding layer(s)" in old["model.kv_bytes_per_token"][1]
+    assert new["model.kv_bytes_per_token"][0] == 507904
+    qwen = facts("Qwen__Qwen2.5-7B.json", "vllm serve /models/Qwen2.5-7B-Instruct-bnb-4bit --quantization bitsandbytes")
+    assert 5.0 * GIB < qwen["model.weight_bytes"][0] < 5.4 * GIB  # vllm issue 13882 logged 5.20 GiB
+    assert "bitsandbytes" in qwen["model.weight_bytes"][1] and "assumed" in qwen["model.weight_bytes"][1]

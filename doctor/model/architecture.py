@@ -165,7 +165,7 @@ class _Analysis:
             kv_heads=kv_heads, head_dim=head_dim, layers=layer_counts, kv_groups=tuple(groups),
             states=tuple(states), mtp_kv_groups=tuple(mtp_groups), moe=moe, mtp_layers=mtp,
             multimodal=multimodal, modalities=modalities, quantization=quant, hidden_size=hidden.value,
-            vocab_size=vocab.value if vocab else None,
+            vocab_size=vocab.value if vocab else (defaults.get("vocab_size") or None),
             max_context=max_context.value if max_context else None,
             params=estimate.total, active_params=estimate.active, vision_params=estimate.vision,
             weight_bytes=weight_bytes(estimate, quant, dtype), param_parts=dict(estimate.parts),

@@ -28,12 +28,28 @@ GIB = 2**30
 #: Activations are 16-bit; per token the profile holds the residual stream and its norm (2 × hidden), the attention
 #: in/out (2 × hidden) and the gated MLP's up/gate output and product (3 × width / TP).
 _ACT_BYTES = 2
-#: Bytes per (row × vocab) element of V1's sampler pass: bf16 logits, their fp32 copy, softmax probs, the sort's
-#: fp32 values and int64 indices, the top-p cumulative sum (2 + 4 + 4 + 4 + 8 + 4).
-SAMPLER_BYTES_PER_ELEMENT = 26
-#: CUDA context, cuBLAS workspace, NCCL and allocator slack outside torch's count: vLLM logged non_torch_memory
-#: 0.35 GiB on one RTX 3090 (vllm issue 10517) and 0.34-0.43 GiB per rank at TP4 (vllm issue 16570).
+#: Bytes per (row × vocab) element of the sampler pass's peak: the fp32 logits, the sort's fp32 values and int64
+#: indices (4 + 4 + 8). vLLM 0.19's "torch peak memory increase" on one H100 (llm-d-planner PR 205's logs, 8192
+#: batched tokens, 1024 rows) is this pass for every model whose vocabulary outweighs its activations:
+#: 1.89 GiB at 128,256 (Llama 3.1 8B, at TP 1, 2 and 4 alike), 2.21 at 152,064 (Qwen2.5 7B), 3.62-3.99 at
+#: 256,000-262,208 (Gemma 2/3), 2.87 at 201,088 (gpt-oss-20b): 14.8-15.5 bytes per element.
+SAMPLER_BYTES_PER_ELEMENT = 16
+#: CUDA context, cuBLAS workspace, NCCL and allocator slack outside torch's count, where a release counts them in
+#: the budget (V0, SGLang): vLLM logged non_torch_memory 0.35 GiB on one RTX 3090 (vllm issue 10517) and
+#: 0.34-0.43 GiB per rank at TP4 (vllm issue 16570). V1 counts only what the profile run adds (engine_memory.yaml
+#: profile non_torch_gib).
 NON_TORCH_BYTES = int(0.4 * GIB)
+#: NCCL's buffers on an NVSwitch fabric (Hopper and newer): with TP > 1 on H100, vLLM's non-torch memory grows by
+#: ~1.8 GiB per rank: 3.58 GiB at TP 2 against 1.79 GiB at TP 1 (vllm PR 10511, Llama-3-8B on vLLM 0.6.4; the
+#: value taken), 2.06-2.21 GiB at TP 2 and 4 against 0.24-0.27 at TP 1 (vLLM 0.19, llm-d-planner PR 205,
+#: 13 runs); absent on A100 at TP 2 (dennislee22/vLLM-benchmarking). Measured, not derived.
+NVSWITCH_TP_BYTES = int(1.79 * GIB)
+#: What nvidia-smi counts as the GPU's memory and CUDA does not hand out: the engines size from cudaMemGetInfo's
+#: total, ~450 MiB under nvidia-smi's. Logged totals against the catalog's nvidia-smi readings: H100 79.19-79.22 GiB
+#: of 81,559 MiB (vllm issues 16570, PR 10511: 438-468 MiB), RTX 3090 23.69 GiB of 24,576 (issue 10517: 317),
+#: RTX 4090 23.58 of 24,564 (PR 14447: 418), L40S 44.42 of 46,068 (issue 15815: 582), RTX 5090 31.4 of 32,607
+#: (club-3090 issue 1087: 453); the median is taken.
+CUDA_UNREPORTED_BYTES = 453 * 2**20
 
 
 @dataclass(frozen=True)
@@ -117,11 +133,15 @@ class NonKV:
     weight_padding: int = 0
     #: a hybrid model's recurrent state, where the release allocates it outside the KV pool (vLLM V0)
     hybrid_state: int = 0
+    #: the share of the memory CUDA does not report (CUDA_UNREPORTED_BYTES × fraction): the fraction applies to
+    #: cudaMemGetInfo's total, the GPU's memory here is nvidia-smi's
+    unreported: int = 0
 
     @property
     def total(self) -> int:
         # The sampler runs after the forward pass has freed its activations: the profile's peak is the larger.
-        return max(self.activation, self.sampler) + self.non_torch + self.weight_padding + self.hybrid_state
+        return (max(self.activation, self.sampler) + self.non_torch + self.weight_padding + self.hybrid_state
+                + self.unreported)
 
 
 def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
@@ -152,12 +172,13 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
-                 gpu_sm: int | None = None, ep: int = 1) -> NonKV | None:
+                 gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
     applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
-    activations and (before 0.5.23) CUDA graphs live outside the fraction."""
+    activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
+    fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs)."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -169,13 +190,14 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     tp = max(1, tp)
     tier = _default_tier(values.get("defaults") or [], gpu_name, gpu_memory_bytes)
     if max_num_batched_tokens is None:
-        max_num_batched_tokens = (max(max_model_len or 2048, 2048) if values["engine"] == "v0"
+        max_num_batched_tokens = (_v0_batched_tokens(values, max_model_len) if values["engine"] == "v0"
                                   else int(tier.get("max_num_batched_tokens", 2048)))
     if max_num_seqs is None:
         max_num_seqs = int(tier.get("max_num_seqs", 256))
+    max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
     width = mlp_width_per_token(card)
     per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
-    activation = int(max_num_batched_tokens * per_token)
+    activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
     rows = 0
     sampler = 0
     if values.get("sampler") and card.vocab_size:
@@ -184,10 +206,17 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     graphs = rule("cudagraph_pool", engine, version)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
     padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
-    return NonKV(activation, sampler, NON_TORCH_BYTES, max_num_batched_tokens, rows,
+    fraction = mem_fraction if mem_fraction is not None and 0 < mem_fraction <= 1 else 0.9
+    non_torch = int(values["non_torch_gib"] * GIB) if "non_torch_gib" in values else NON_TORCH_BYTES
+    fabric = nvswitch and (tp > 1 or ep > 1) and (gpu_sm or 0) >= 90
+    if fabric:
+        non_torch += NVSWITCH_TP_BYTES
+    return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
                  + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
-                 + " + non-torch"
+                 + f" + non-torch {non_torch / GIB:.2f} GiB"
+                 + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
+                 + " + the memory CUDA does not report × the fraction"
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
                  + ("; this release also takes its measured CUDA graph memory off the KV pool (not modelled: "
@@ -197,7 +226,30 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
-                 + (f"; {state_source}" if state else ""), padding, state)
+                 + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction))
+
+
+def _v0_batched_tokens(values: dict[str, Any], max_model_len: int | None) -> int:
+    """What a V0 release profiles with by default: max(max_model_len, 2048), or — where the release turns chunked
+    prefill on for long contexts — its chunk size."""
+    length = max_model_len or 2048
+    chunked = values.get("long_context_chunked")
+    if chunked and length > chunked["over"]:
+        return int(chunked["max_num_batched_tokens"])
+    return max(length, 2048)
+
+
+#: vLLM's fused MoE works through at most this many tokens at once (VLLM_FUSED_MOE_CHUNK_SIZE, 64 Ki by default
+#: since 0.5.1: vllm 0.5.1 vllm/envs.py:35, vllm/model_executor/layers/fused_moe/fused_moe.py:428-456).
+MOE_CHUNK_TOKENS = 65536
+
+
+def moe_output_bytes(card: ModelCard, tokens: int) -> int:
+    """The fused MoE's per-expert outputs, top-k × hidden per token before they are summed (the third of its
+    intermediate caches; the first two are the experts' width, counted with the MLP)."""
+    if card.moe is None or not card.moe.active:
+        return 0
+    return min(tokens, MOE_CHUNK_TOKENS) * card.moe.active * card.hidden_size * _ACT_BYTES
 
 
 def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequences: int) -> tuple[int, str]:
@@ -256,13 +308,15 @@ def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | N
         return None
     inside = int(NON_TORCH_BYTES * mem_fraction)
     return NonKV(0, 0, inside, 0, 0,
-                 f"estimate: CUDA context and NCCL ({NON_TORCH_BYTES / GIB:.1f} GiB) × mem_fraction_static "
-                 f"{mem_fraction}: the fraction applies to the memory free after them; activations"
+                 f"estimate: CUDA context and NCCL ({NON_TORCH_BYTES / GIB:.1f} GiB) and the memory CUDA does not "
+                 f"report ({CUDA_UNREPORTED_BYTES / 2**20:.0f} MiB) × mem_fraction_static {mem_fraction}: the "
+                 "fraction applies to the memory free after them; activations"
                  + (" live" if found.values.get("cudagraphs_in_pool") else " and CUDA graphs live")
                  + " outside it"
                  + ("; CUDA graph memory is taken off the pool after capture (not modelled: the KV estimate is an "
                     "upper bound)" if found.values.get("cudagraphs_in_pool") else "")
-                 + f" (sglang {version or 'newest'}: {found.evidence})")
+                 + f" (sglang {version or 'newest'}: {found.evidence})",
+                 unreported=int(CUDA_UNREPORTED_BYTES * mem_fraction))
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
@@ -289,6 +343,43 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
     return facts
 
 
+def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
+    """(layer slots, layers, group size) when vLLM V1 pads ``card``'s mixed attention types into equal groups:
+    only attention layers of one per-layer size whose types (windows) differ and that pad; None otherwise."""
+    groups = card.kv_groups
+    if card.states or len(groups) < 2 or any(g.kind != "attention" for g in groups):
+        return None
+    if len({(g.kv_heads, g.head_dim, g.v_head_dim) for g in groups}) != 1:
+        return None
+    per_type: dict[int | None, int] = {}
+    for g in groups:
+        per_type[g.window] = per_type.get(g.window, 0) + g.layers
+    if len(per_type) < 2:
+        return None
+    size = min(per_type.values())
+    slots = sum(-(-n // size) * size for n in per_type.values())
+    layers = sum(per_type.values())
+    return (slots, layers, size) if slots != layers else None
+
+
+def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version: str | None) -> Any:
+    """model.kv_bytes_per_token with vLLM V1's padding layers counted, on the releases that pad and report the pool
+    per layer slot (engine_memory.yaml hybrid_attention_groups); nothing where no padding applies."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    found = rule("hybrid_attention_groups", engine or "", version) if engine == "vllm" else None
+    slots = attention_group_slots(card) if found is not None and found.values.get("padded") else None
+    base = facts.get("model.kv_bytes_per_token")
+    if slots is None or not isinstance(base, int) or found is None:
+        return out
+    total, layers, size = slots
+    out.set("model.kv_bytes_per_token", base * total // layers,
+            f"derived: {base} B × {total} layer slots / {layers} layers (groups of {size}, {total - layers} padding "
+            f"layer(s); vllm {version or 'newest'}: {found.evidence})")
+    return out
+
+
 def non_kv_facts(card: ModelCard, facts: Any) -> Any:
     """engine.non_kv_bytes_per_gpu from the launch (engine, version, TP, batching flags) and the GPU."""
     from doctor.facts import Facts
@@ -307,7 +398,8 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             max_num_seqs=number("launch.flags.max_num_seqs"),
                             max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
                             gpu_memory_bytes=number("gpu.memory_bytes"),
-                            mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts))
+                            mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
+                            nvswitch=facts.get("gpu.interconnect") == "nvlink")
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")

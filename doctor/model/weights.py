@@ -41,15 +41,22 @@ _SERVED: dict[str, Quantization] = {
     "mxfp4": _FORMATS["mxfp4"],  # type: ignore[dict-item]
     "int4": Quantization("int4", "int4, group 128", "int4", 0.5 + 2 / 128),
     "int8": Quantization("int8", "int8, group 128", "int8", 1 + 2 / 128),
+    # bitsandbytes 4-bit (NF4): packed nibbles, an 8-bit absmax per 64 weights and an fp32 scale per 256 of those
+    # (double quantization, as the -bnb-4bit checkpoints on the Hub are saved)
+    "bnb4": Quantization("bitsandbytes", "bitsandbytes NF4, double-quantized absmax per 64", "nf4",
+                         0.5 + 1 / 64 + 4 / (64 * 256)),
 }
 #: Name tokens (``nvidia/GLM-5.1-NVFP4``, ``Qwen3-8B-AWQ``, ``…-GPTQ-Int8``) → the served format; the first
 #: token found in this order wins, so ``GPTQ-Int8`` is int8 and a bare ``GPTQ`` int4.
 NAME_FORMATS = (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("fp4", "nvfp4"), ("int8", "int8"), ("w8a8", "int8"),
-                ("fp8", "fp8"), ("int4", "int4"), ("w4a16", "int4"), ("awq", "int4"), ("gptq", "int4"))
+                ("fp8", "fp8"), ("bnb", "bnb4"), ("int4", "int4"), ("w4a16", "int4"), ("awq", "int4"),
+                ("gptq", "int4"))
 #: --quantization values (vLLM and SGLang choices) → the served format they load.
 LAUNCH_FORMATS = {"modelopt_fp4": "nvfp4", "nvfp4": "nvfp4", "modelopt": "fp8", "modelopt_fp8": "fp8",
                   "fp8": "fp8", "fbgemm_fp8": "fp8", "w8a8_fp8": "fp8", "mxfp4": "mxfp4", "awq": "int4",
-                  "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4", "w8a8_int8": "int8"}
+                  "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4", "w8a8_int8": "int8",
+                  # 4-bit assumed: what bitsandbytes checkpoints served with vLLM almost always are
+                  "bitsandbytes": "bnb4"}
 
 #: Formats the engines produce from a 16-bit checkpoint while loading it.
 ONLINE = ("fp8",)
