@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from doctor.humanize import readable
-from doctor.render.findings import findings_markdown, findings_text
+from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
@@ -36,10 +36,7 @@ def _verdict(run: CheckRun) -> str:
     if run.unreachable:
         return ("NOT EXAMINED — no LLM server answered; the reason is the `llmdoctor:` line on stderr"
                 + (f"; {len(findings)} finding(s) from the offline inputs" if findings else ""))
-    if not findings:
-        return "no findings"
-    counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
-    return f"{findings[0].severity.upper()} — " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return verdict_line(findings)
 
 
 def _probe_summary(run: CheckRun) -> str:

@@ -22,6 +22,14 @@ _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 NO_FINDINGS = "No findings: nothing in the facts matches a known cause."
 
 
+def verdict_line(findings: list[Finding]) -> str:
+    """The one-line verdict of check and lint: the worst severity first, then the count of each."""
+    if not findings:
+        return "no findings"
+    counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
+    return f"{findings[0].severity.upper()} — " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+
+
 def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, verbose: bool = False) -> str:
     """One screen by default (the top cause in full, the others one line each, one "could not check" line);
     ``verbose``: every finding with its mechanism and evidence chain, and every undecided cause."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from doctor.humanize import readable
-from doctor.render.findings import findings_markdown, findings_text
+from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
@@ -40,14 +40,6 @@ def _header(result: LintResult) -> list[str]:
     return lines
 
 
-def _verdict(result: LintResult) -> str:
-    findings = result.diagnosis.findings
-    if not findings:
-        return "no findings"
-    counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
-    return f"{findings[0].severity.upper()} — " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-
-
 def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     """One screen: what was read, the verdict, the flags named, the findings; -v explains every flag too."""
     cols = width()
@@ -55,7 +47,7 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     out = wrap("llmdoctor lint · " + head[0], cols, "", "  ")
     out[0] = out[0].replace("llmdoctor lint", click.style("llmdoctor lint", bold=True), 1)
     out += [line for extra in head[1:] for line in wrap(extra, cols, "", "  ")]
-    out += labelled("verdict", _verdict(result), cols, indent=0)
+    out += labelled("verdict", verdict_line(result.diagnosis.findings), cols, indent=0)
     cmd = result.gathered.command
     notes = (list(cmd.notes) if cmd is not None else []) + list(result.gathered.notes)
     out += [line for n in notes for line in labelled("note", n, cols, indent=0)]
