@@ -285,7 +285,7 @@ def _registered(command: LaunchCommand, attr: str, name: str, runs: list[tuple[s
     return False, f"engine catalogs: {name!r} is not a registered {what} of {engine} {cat.version}{had}"
 
 
-def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
+def parser_token_facts(facts: Facts, card: Any) -> Facts:
     """launch.tool_parser_tokens_missing: tokens the tool parser's constructor needs (doctor/engines/
     parser_tokens.yaml, read from the engine's wheel) that the served tokenizer lacks — vLLM then refuses to
     start. Read only for the parsers listed, from the model directory's tokenizer files; unknown otherwise."""
@@ -293,7 +293,7 @@ def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
     parser, engine = facts.get("launch.tool_call_parser"), facts.get("launch.engine")
     if not parser or engine != "vllm":
         return out
-    if not config_spec:
+    if card is None:
         out.error("launch.tool_parser_tokens_missing", "the served tokenizer is not at hand (no model directory: "
                                                         "pass --config DIR of the served model)")
         return out
@@ -307,24 +307,19 @@ def parser_token_facts(facts: Facts, config_spec: str | None) -> Facts:
         out.set("launch.tool_parser_tokens_missing", [], f"{parser} is not among the parsers that need tokens "
                                                          "(doctor/engines/parser_tokens.yaml)")
         return out
-    from doctor.model.config import load_config
-
-    try:
-        loaded = load_config(config_spec)
-    except InputError:
-        loaded = None
-    if loaded is None or loaded.path is None or loaded.path.name != "config.json":
+    config = Path(card.source)  # the config.json the card was read from (resolve.py: local, HF cache or Hub)
+    if config.name != "config.json" or not config.is_file():
         out.error("launch.tool_parser_tokens_missing", f"the served tokenizer is not at hand (the config "
-                                                        f"{config_spec} is not in a model directory)")
+                                                        f"{card.source} is not in a model directory)")
         return out
-    vocab = _tokenizer_vocab(loaded.path.parent)
+    vocab = _tokenizer_vocab(config.parent)
     if vocab is None:
         out.error("launch.tool_parser_tokens_missing", f"no readable tokenizer.json or tokenizer_config.json in "
-                                                        f"{loaded.path.parent}")
+                                                        f"{config.parent}")
         return out
     missing = [t for t in entry["tokens"] if t not in vocab]
     out.set("launch.tool_parser_tokens_missing", missing,
-            f"{loaded.path.parent.name}/tokenizer files vs tokens {parser} needs ({engine} {read[-1]} "
+            f"{config.parent.name}/tokenizer files vs tokens {parser} needs ({engine} {read[-1]} "
             f"{entry['source']})")
     return out
 
@@ -586,7 +581,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
 
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
             # a config handed over as content (a snapshot) has no tokenizer files beside it
-            facts.update(parser_token_facts(facts, config_spec if inputs.config_json is None else None),
+            facts.update(parser_token_facts(facts, gathered.card if inputs.config_json is None else None),
                          overwrite=False)
         except InputError as exc:
             from doctor.model.names import name_facts
