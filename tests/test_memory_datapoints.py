@@ -144,7 +144,7 @@ def _gpu(point: dict[str, Any]) -> Any:
 
 def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
     from doctor.fit import weights_per_gpu
-    from doctor.model.memory import non_kv_bytes
+    from doctor.model.memory import non_kv_bytes, on_nvswitch
 
     flags, logged = point["flags"], point["logged"]
     gpu = _gpu(point)
@@ -156,7 +156,7 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           max_num_seqs=flags.get("max_num_seqs"),
                           max_model_len=flags.get("max_model_len") or flags.get("context_length"),
                           gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
-                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=gpu.interconnect == "nvlink")
+                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
     if "gpu_blocks" not in logged and "tokens" not in logged:
@@ -425,6 +425,12 @@ def test_nccl_on_an_nvswitch_fabric_is_counted_per_rank() -> None:
     base = non_torch(1, 90, True)
     assert non_torch(2, 90, True) == base + NVSWITCH_TP_BYTES
     assert non_torch(2, 89, False) == base == non_torch(2, 80, True)
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.model.memory import on_nvswitch
+
+    fabric = {name: on_nvswitch(g.interconnect, g.nvlink_domain)
+              for name in ("H100", "H100 NVL", "L40S", "B200") if (g := lookup_gpu(name)) is not None}
+    assert fabric == {"H100": True, "H100 NVL": False, "L40S": False, "B200": True}  # bridged pairs: no NVSwitch
 
 
 @requires_shared

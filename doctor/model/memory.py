@@ -229,6 +229,12 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction))
 
 
+def on_nvswitch(interconnect: str | None, nvlink_domain: int | None) -> bool:
+    """All GPUs of the node on one NVSwitch fabric (HGX and NVL systems: an NVLink domain of 8 or more), where NCCL
+    keeps its NVSwitch buffers; bridged pairs and PCIe cards are not."""
+    return interconnect == "nvlink" and (nvlink_domain or 0) >= 8
+
+
 def _v0_batched_tokens(values: dict[str, Any], max_model_len: int | None) -> int:
     """What a V0 release profiles with by default: max(max_model_len, 2048), or — where the release turns chunked
     prefill on for long contexts — its chunk size."""
@@ -368,10 +374,12 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     from doctor.facts import Facts
 
     out = Facts()
-    found = rule("hybrid_attention_groups", engine or "", version) if engine == "vllm" else None
-    slots = attention_group_slots(card) if found is not None and found.values.get("padded") else None
+    found = rule("hybrid_attention_groups", "vllm", version) if engine == "vllm" else None
+    if found is None or not found.values.get("padded"):
+        return out
+    slots = attention_group_slots(card)
     base = facts.get("model.kv_bytes_per_token")
-    if slots is None or not isinstance(base, int) or found is None:
+    if slots is None or not isinstance(base, int):
         return out
     total, layers, size = slots
     out.set("model.kv_bytes_per_token", base * total // layers,
@@ -399,7 +407,7 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
                             gpu_memory_bytes=number("gpu.memory_bytes"),
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
-                            nvswitch=facts.get("gpu.interconnect") == "nvlink")
+                            nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")

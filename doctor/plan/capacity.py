@@ -156,13 +156,13 @@ class Sizer:
             return None
         facts, kv = found
         from doctor.hardware.catalog import lookup_gpu
-        from doctor.model.memory import non_kv_bytes  # the engine's non-KV memory at this TP (newest release)
+        from doctor.model.memory import non_kv_bytes, on_nvswitch
 
         gpu = lookup_gpu(self.gpu_name) if self.gpu_name else None
         reserved = non_kv_bytes(self.card, engine, None, tp=layout.attn_tp, gpu_name=self.gpu_name,
                                 gpu_memory_bytes=self.memory, mem_fraction=fraction,
                                 gpu_sm=gpu.sm if gpu is not None else None, ep=layout.ep,
-                                nvswitch=gpu is not None and gpu.interconnect == "nvlink")
+                                nvswitch=gpu is not None and on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
         result = fit_layout(facts, layout, self.memory, fraction, reserved.total if reserved else 0.0)
         return Capacity(engine, kv.kv_dtype, result, kv, context, layout.kv_groups, replicas, self.card.max_context)
 
