@@ -172,7 +172,7 @@ def online_fp8_facts(card: Any, facts: Facts) -> Facts:
     return out
 
 
-#: --dtype spellings that mean 32-bit floats (vllm config/model.py _STR_DTYPE_TO_TORCH_DTYPE; SGLang shares them)
+#: --dtype spellings that mean 32-bit floats (vllm 0.32.0 vllm/config/model.py:2369 maps "float" and "float32")
 FLOAT32_DTYPES = ("float32", "float")
 
 
