@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from doctor.derive.fit import derive_fit
 from doctor.facts import Facts
-from doctor.model.fit import derive_fit
 
 VLLM = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --dtype fp8 --api-key sk-live-SECRETSECRET123"
 

@@ -3,8 +3,9 @@ KV pool from a sequence's bytes. Facts come from real launch commands and real c
 
 from __future__ import annotations
 
+from doctor.derive.fit import derive_fit
 from doctor.facts import Facts
-from doctor.model.fit import Layout, derive_fit, fit_layout, layout_from_facts, mem_fraction
+from doctor.model.fit import Layout, fit_layout, layout_from_facts, mem_fraction
 from doctor.sources.offline import command_facts, model_facts_for
 from tests.conftest import requires_shared, shared_config
 

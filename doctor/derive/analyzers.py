@@ -2,19 +2,33 @@
 
 Each function here is one small analyzer with one concern; it reads facts, writes facts (with a
 ``derived: …`` source that names its inputs) and does nothing when its inputs are unknown, so the trees see
-"unknown" rather than a guess. ``doctor.derive.derive_all`` runs them in dependency order.
+"unknown" rather than a guess. Each declares what it reads and produces (doctor/derive/registry.py), and
+``doctor.derive.derive_all`` runs them in the order those declarations give.
 """
 
 from __future__ import annotations
 
 import math
 
+from doctor.derive.registry import analyzer
 from doctor.facts import Facts
+
+#: What derive_kernel_support writes for each kernel of doctor/hardware/kernels.yaml (a test keeps the two equal):
+#: whether this GPU has it on the release in use, and for which releases that answer holds.
+KERNEL_FACTS = tuple(f"gpu.{kernel}{end}" for kernel in ("dsa_kernels", "flashmla", "fa3", "fa3_mla", "fp8_fallback",
+                                                           "nvfp4_fallback") for end in ("", "_releases"))
+
+#: The facts a counter's absence from /metrics implies (doctor/probes/metrics.py ``_absent_counter``), which
+#: derive_absent_counters sets or makes unknown once the server's version is known.
+ABSENT_IMPLIED = ("metrics.preemptions_total", "metrics.prefix_hit_rate", "metrics.preemptions_per_s",
+                  "metrics.gen_tokens_per_s", "metrics.prompt_tokens_per_s")
 
 #: vLLM aligns the hybrid attention block size to this many tokens (kernel block alignment).
 VLLM_HYBRID_ALIGNMENT = 16
 
 
+@analyzer(reads=("launch.engine", "launch.env.VLLM_TARGET_DEVICE", "launch.device", "gpu.name"),
+          produces=("launch.device", "launch.mem_fraction", "gpu"))
 def derive_device(facts: Facts) -> None:
     """launch.device = "cpu" for a server that runs on CPU: vLLM's CPU backend (``VLLM_TARGET_DEVICE=cpu``) or
     SGLang's ``--device cpu``. Such a server has no GPU to examine, and its KV cache is not a fraction of GPU
@@ -51,6 +65,8 @@ def absent_on_this_device(facts: Facts) -> tuple[str, ...]:
     return CPU_ABSENT if facts.get("launch.device") == "cpu" and "gpu.name" not in facts else ()
 
 
+@analyzer(reads=("launch.engine", "launch.env.VLLM_ALLOW_LONG_MAX_MODEL_LEN", "process.env", "launch.model"),
+          produces=("launch.allow_long_max_model_len",))
 def derive_allow_long_max_len(facts: Facts) -> None:
     """launch.allow_long_max_model_len: vLLM only warns about --max-model-len above the model's length when
     VLLM_ALLOW_LONG_MAX_MODEL_LEN is "1" or "true" (vllm/envs.py:1123-1126 in 0.32.0, case and spaces ignored)."""
@@ -75,32 +91,16 @@ _NO_TOOL_PARSER = {
 }
 
 
+@analyzer(reads=("launch.engine",),
+          produces=("engine.no_tool_parser_effect",))
 def derive_no_tool_parser_effect(facts: Facts) -> None:
     engine = facts.get("launch.engine")
     if engine in _NO_TOOL_PARSER:
         facts.set("engine.no_tool_parser_effect", _NO_TOOL_PARSER[engine], f"{engine} behaviour without a parser")
-#: The engine's own runtime statistics a log prints (vLLM's "Engine 000:" line, SGLang's "Decode batch" line),
-#: as the /metrics facts they equal; a scrape, when there is one, wins.
-_LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usage": "metrics.kv_usage",
-              "prefix_hit_rate": "metrics.prefix_hit_rate"}
 
 
-def derive_from_log(facts: Facts) -> None:
-    """Fill the runtime facts /metrics would give from the last statistics the server logged."""
-    stats = facts.fact("log.stats")
-    if stats is not None and isinstance(stats.value, dict):
-        for field, key in _LOG_STATS.items():
-            value = stats.value.get(field)
-            if isinstance(value, (int, float)) and key not in facts:
-                facts.set(key, value, f"{stats.source} ({field})", observed=True)
-    cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
-    if cap is not None and "launch.max_num_seqs" not in facts:
-        facts.set("launch.max_num_seqs", cap.value, cap.source)
-    rate = facts.fact("log.spec_accept_rate")
-    if rate is not None and "metrics.spec_accept_rate" not in facts:
-        facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
-
-
+@analyzer(reads=("launch.engine", "server.engine", "metrics.engine", "log.engine"),
+          produces=("engine.name",))
 def derive_engine_name(facts: Facts) -> None:
     """engine.name: the engine in use, from whichever source saw it (command, server, /metrics names, log), so
     trees and fixes follow the engine even when the launch command is unknown."""
@@ -111,6 +111,8 @@ def derive_engine_name(facts: Facts) -> None:
             return
 
 
+@analyzer(reads=("gpu.util",),
+          produces=("gpu.util_max", "gpu.util_skew"))
 def derive_gpu_balance(facts: Facts) -> None:
     """gpu.util_skew (max/mean) and gpu.util_max (0..1) from per-GPU utilization, whatever read it (NVML reads
     percent, a Prometheus GPU exporter ratios)."""
@@ -128,6 +130,9 @@ def derive_gpu_balance(facts: Facts) -> None:
                   f"derived: max/mean of {util.source}", observed=True)
 
 
+@analyzer(reads=("metrics.cache_config", "log.kv_override", "launch.flags.num_gpu_blocks_override",
+                   "launch.flags.kv_cache_memory_bytes", "launch.flags.max_total_tokens", "launch.engine", "log.engine"),
+          produces=("capacity.kv_override",))
 def derive_kv_override(facts: Facts) -> None:
     """capacity.kv_override: the KV size fixed by hand instead of measured by the engine (vLLM
     num_gpu_blocks_override / kv_cache_memory_bytes, SGLang --max-total-tokens), from the server's own
@@ -156,6 +161,8 @@ def derive_kv_override(facts: Facts) -> None:
         facts.set("capacity.kv_override", [], "derived: no KV size override in cache_config_info or the command")
 
 
+@analyzer(reads=("launch.model", "server.model", "model.name"),
+          produces=("model.label",))
 def derive_model_label(facts: Facts) -> None:
     """model.label: how findings name the model — the served name first, the config's name when that is all."""
     for key in ("launch.model", "server.model", "model.name"):
@@ -165,6 +172,8 @@ def derive_model_label(facts: Facts) -> None:
             return
 
 
+@analyzer(reads=("launch.engine", "launch.version", "gpu.name", "gpu.vendor"),
+          produces=KERNEL_FACTS)
 def derive_kernel_support(facts: Facts) -> None:
     """Re-read the GPU's kernel facts for the engine release in use (DSA on sm_12x arrived in vLLM 0.25.0...).
 
@@ -202,6 +211,9 @@ def derive_kernel_support(facts: Facts) -> None:
         facts.set(f"gpu.{kernel}_releases", f"{engine} {version}", "launch.version")
 
 
+@analyzer(reads=("launch.quantization", "model.quantization", "model.same_checkpoint", "model.name",
+                   "launch.model", "server.model_path"),
+          produces=("launch.quantization_matches",))
 def derive_quantization_match(facts: Facts) -> None:
     if "launch.quantization" not in facts:
         return
@@ -225,6 +237,9 @@ def derive_quantization_match(facts: Facts) -> None:
               f"derived: --quantization {given} vs checkpoint {checkpoint or 'unquantized'}")
 
 
+@analyzer(reads=("log.block_size", "model.attention", "launch.engine", "model.layers.kv", "model.layers.linear",
+                   "model.kv_bytes_per_token", "model.state_bytes_per_sequence"),
+          produces=("engine.block_size",))
 def derive_hybrid_block_size(facts: Facts) -> None:
     """engine.block_size for hybrid models on vLLM: tokens per block so one attention page = one state page.
 
@@ -250,6 +265,9 @@ def derive_hybrid_block_size(facts: Facts) -> None:
               "derived: vLLM hybrid block = 16·ceil(state/layer ÷ (16·KV bytes/token/layer))")
 
 
+@analyzer(reads=("engine.block_size", "launch.engine", "launch.max_num_batched_tokens",
+                   "launch.chunked_prefill_size", "launch.lmcache_chunk_size"),
+          produces=("launch.misaligned_chunks",))
 def derive_misaligned_chunks(facts: Facts) -> None:
     block = facts.get("engine.block_size")
     if not isinstance(block, int) or block <= 0 or "launch.engine" not in facts:
@@ -264,6 +282,8 @@ def derive_misaligned_chunks(facts: Facts) -> None:
     facts.set("launch.misaligned_chunks", bad, f"derived: sizes not multiples of engine.block_size {block}")
 
 
+@analyzer(reads=("metrics.running", "launch.ep"),
+          produces=("metrics.running_per_ep_rank",))
 def derive_ep_load(facts: Facts) -> None:
     running, ep = facts.get("metrics.running"), facts.get("launch.ep")
     if isinstance(running, (int, float)) and isinstance(ep, int) and ep > 1:
@@ -271,6 +291,10 @@ def derive_ep_load(facts: Facts) -> None:
                   observed=True)
 
 
+@analyzer(reads=("server.max_total_tokens", "metrics.kv_capacity_tokens", "log.kv_cache_tokens",
+                   "fit.kv_tokens_per_group"),
+          produces=("capacity.measured_tokens", "capacity.measured_source", "capacity.expected_tokens",
+                      "capacity.ratio"))
 def derive_capacity(facts: Facts) -> None:
     """The seed's "measure it, then infer back": compare the KV tokens the server holds with what should fit."""
     measured = facts.fact("server.max_total_tokens") or facts.fact("metrics.kv_capacity_tokens") or \
@@ -284,6 +308,8 @@ def derive_capacity(facts: Facts) -> None:
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
 
 
+@analyzer(reads=("metrics.absent_counters", "launch.version", "server.version"),
+          produces=ABSENT_IMPLIED)
 def derive_absent_counters(facts: Facts) -> None:
     """Counters a server shows only once they count (metric_names.yaml ``absent_means_zero``): what their absence
     implies (0 retractions, a 0 prefix-hit rate), when the server's version is one whose absence means zero.
@@ -320,6 +346,9 @@ def derive_absent_counters(facts: Facts) -> None:
 _SGLANG_TRUE = ("true", "1", "yes", "y")
 
 
+@analyzer(reads=("launch.engine", "launch.env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                   "launch.env.SGLANG_IS_IN_CI", "process.env", "launch.model"),
+          produces=("launch.sglang_allow_long_context",))
 def derive_sglang_allow_long_context(facts: Facts) -> None:
     """launch.sglang_allow_long_context: SGLang only warns about --context-length above the model's length when
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is true, or in its own CI (SGLANG_IS_IN_CI; sglang 0.5.23
@@ -336,6 +365,8 @@ def derive_sglang_allow_long_context(facts: Facts) -> None:
                   "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN not true in the launch environment (SGLang's default: off)")
 
 
+@analyzer(reads=("launch.mem_fraction", "launch.engine", "launch.flags.*"),
+          produces=("launch.mem_fraction_picked_by_engine",))
 def derive_mem_fraction_picked(facts: Facts) -> None:
     """launch.mem_fraction_picked_by_engine: SGLang sizes --mem-fraction-static itself when it is not given (the GPU
     memory less what activations and CUDA graphs need: sglang 0.5.23 sglang/srt/arg_groups/memory_hook.py:281-342),

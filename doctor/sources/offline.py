@@ -275,6 +275,29 @@ def log_engine_facts(facts: Facts) -> None:
                 "no launch command (pass --command; the log did not print the engine's arguments)")
 
 
+#: The engine's own runtime statistics a log prints (vLLM's "Engine 000:" line, SGLang's "Decode batch" line),
+#: as the /metrics facts they equal; a scrape, when there is one, wins.
+_LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usage": "metrics.kv_usage",
+              "prefix_hit_rate": "metrics.prefix_hit_rate"}
+
+
+def log_stats_facts(facts: Facts) -> None:
+    """Fill the runtime facts /metrics would give from the last statistics the server logged (and SGLang's
+    effective request cap), once every other input has spoken: what a scrape or the command says wins."""
+    stats = facts.fact("log.stats")
+    if stats is not None and isinstance(stats.value, dict):
+        for field, key in _LOG_STATS.items():
+            value = stats.value.get(field)
+            if isinstance(value, (int, float)) and key not in facts:
+                facts.set(key, value, f"{stats.source} ({field})", observed=True)
+    cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
+    if cap is not None and "launch.max_num_seqs" not in facts:
+        facts.set("launch.max_num_seqs", cap.value, cap.source)
+    rate = facts.fact("log.spec_accept_rate")
+    if rate is not None and "metrics.spec_accept_rate" not in facts:
+        facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -381,6 +404,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     if "gpu.name" not in facts and not facts.unknown_reason("gpu"):
         facts.error("gpu", "no GPU given")
     facts.update(workload_facts(inputs.workload), overwrite=False)
+    log_stats_facts(facts)
     return gathered
 
 

@@ -1,0 +1,72 @@
+"""The fit.* facts: do the weights fit, how many KV tokens remain, how many users of the context that is — the
+arithmetic of doctor/model/fit.py over the facts of this launch."""
+
+from __future__ import annotations
+
+from doctor.derive.registry import analyzer
+from doctor.facts import Facts
+from doctor.model.fit import fit_layout, layout_from_facts, mem_fraction
+
+#: what the fit reads: the parallel layout (layout_from_facts), the GPU memory and fraction, the model's sizes
+_READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_attention", "launch.flags.attn_dp_size",
+          "launch.ep", "launch.expert_parallel", "launch.ep_redundant_experts", "launch.mem_fraction",
+          "launch.max_model_len", "gpu.count", "gpu.memory_bytes", "engine.non_kv_bytes_per_gpu",
+          "model.kv_bytes_per_token", "model.full_attention", "model.attention", "model.kv_layout",
+          "model.attention_heads", "model.kv_heads", "model.weight_bytes", "model.expert_weight_bytes",
+          "model.moe.experts", "model.max_context", "model.state_bytes_per_sequence", "workload.context")
+
+
+@analyzer(reads=_READS, produces=("fit.*",))
+def derive_fit(facts: Facts) -> None:
+    """Write the fit.* facts that the trees and `plan` read; silently skip what the inputs do not allow."""
+    layout = layout_from_facts(facts)
+    memory = facts.get("gpu.memory_bytes")
+    fraction = mem_fraction(facts)
+    if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
+        _derive_context(facts)
+        return
+    reserved = facts.get("engine.non_kv_bytes_per_gpu")
+    reserved = float(reserved) if isinstance(reserved, (int, float)) and not isinstance(reserved, bool) else 0.0
+    result = fit_layout(facts, layout, memory, fraction, reserved)
+    src = "derived: fit (docs/facts.md)"
+    facts.set("fit.shards", layout.attn_tp * layout.pp, src)
+    facts.set("fit.gpus", layout.gpus, src)
+    facts.set("fit.usable_bytes_per_gpu", int(result.usable_bytes_per_gpu), f"derived: gpu.memory_bytes × {fraction}")
+    facts.set("fit.kv_bytes_per_gpu_per_5pct", int(memory * 0.05), "derived: 5% of gpu.memory_bytes")
+    if result.weights_per_gpu_bytes is not None:
+        facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
+        facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
+        facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
+                  "derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
+                  "derived: usable − weights per GPU")
+        group_tokens = result.kv_tokens_per_group
+        if group_tokens is not None:
+            facts.set("fit.kv_tokens_per_group", group_tokens, "derived: kv budget / per-GPU bytes per token")
+            facts.set("fit.kv_tokens", group_tokens * layout.kv_groups, "derived: per group × KV groups")
+    routed = facts.get("model.moe.experts")
+    redundant = facts.get("launch.ep_redundant_experts")
+    if isinstance(routed, int) and routed and isinstance(redundant, int):
+        facts.set("fit.eplb_extra_fraction", redundant / routed, "derived: redundant / routed experts")
+    _derive_context(facts)
+
+
+def _derive_context(facts: Facts) -> None:
+    # The longest request the engine must be able to hold: --max-model-len, else the model's own maximum (both
+    # engines default to it). vLLM refuses to start when not even one such request fits the KV pool.
+    limit = facts.fact("launch.max_model_len")
+    if limit is None or not isinstance(limit.value, int):
+        limit = facts.fact("model.max_context")
+    if limit is not None and isinstance(limit.value, int):
+        facts.set("fit.max_model_len", limit.value, limit.source)
+    context = facts.fact("workload.context") or facts.fact("launch.max_model_len")
+    if context is None or not isinstance(context.value, int):
+        return
+    facts.set("fit.context", context.value, context.source)
+    per_token = facts.get("model.kv_bytes_per_token")
+    if isinstance(per_token, (int, float)):
+        state = facts.get("model.state_bytes_per_sequence") or 0
+        facts.set("fit.kv_bytes_per_sequence", int(per_token * context.value + state),
+                  "derived: kv_bytes_per_token × context + state_bytes_per_sequence")
+    tokens = facts.get("fit.kv_tokens")
+    if isinstance(tokens, int) and context.value > 0:
+        facts.set("fit.users_fit", tokens // context.value, "derived: fit.kv_tokens ÷ fit.context")

@@ -1,0 +1,193 @@
+"""The analyzer registry (doctor/derive/registry.py): the order comes from what each analyzer declares it reads
+and produces, contradictions fail, and the declarations match what the analyzers really read and write when
+they run over real inputs (live captures of real servers, real configs, real logs and scrapes)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, SHARED_FIXTURES, requires_shared
+
+from doctor.derive import ORDER, derive_all
+from doctor.derive.analyzers import KERNEL_FACTS
+from doctor.derive.registry import ANALYZERS, Analyzer, RegistryError, covers, ordered
+from doctor.facts import Facts
+from doctor.sources.offline import OfflineInputs, Workload, gather
+
+LIVE = SHARED_FIXTURES / "live"
+CONFIGS = SHARED_FIXTURES / "configs"
+METRICS = SHARED_FIXTURES / "metrics"
+LOGS = ROOT / "fixtures" / "logs" / "public"
+NVIDIA_SMI = ROOT / "fixtures" / "nvidia-smi" / "public"
+
+
+def _noop(facts: Facts) -> None:
+    """An analyzer body for the registry's own tests: the order is decided from the declarations alone."""
+
+
+def _a(name: str, reads: tuple[str, ...], produces: tuple[str, ...]) -> Analyzer:
+    return Analyzer(name, _noop, reads, produces)
+
+
+def test_a_producer_runs_before_its_readers_whatever_the_names() -> None:
+    names = [a.name for a in ordered([_a("a_reads", ("x.y",), ("z",)), _a("b_makes", (), ("x.*",))])]
+    assert names == ["b_makes", "a_reads"]
+
+
+def test_a_fact_produced_twice_is_an_error() -> None:
+    with pytest.raises(RegistryError, match="launch.env.X produced by both one and two"):
+        ordered([_a("one", (), ("launch.env.X",)), _a("two", (), ("launch.env.*",))])
+
+
+def test_a_cycle_is_an_error_naming_what_waits_on_what() -> None:
+    with pytest.raises(RegistryError, match=r"first \(waits on second\), second \(waits on first\)"):
+        ordered([_a("first", ("b",), ("a",)), _a("second", ("a",), ("b",))])
+
+
+def test_an_analyzer_may_refine_what_it_produces() -> None:
+    assert [a.name for a in ordered([_a("refine", ("x",), ("x",))])] == ["refine"]
+
+
+def test_the_built_in_registry_is_ordered_by_its_declarations() -> None:
+    assert sorted(a.name for a in ORDER) == sorted(a.name for a in ANALYZERS)
+    for i, item in enumerate(ORDER):
+        later = {p for a in ORDER[i + 1:] for p in a.produces}
+        assert not [r for r in item.reads for p in later if covers(r, p) or covers(p, r)], item.name
+
+
+def test_kernel_facts_name_every_kernel_of_the_catalog() -> None:
+    from doctor.hardware.gating import kernel_rules
+
+    assert set(KERNEL_FACTS) == {f"gpu.{k}{end}" for k in kernel_rules() for end in ("", "_releases")}
+
+
+class Recording(Facts):
+    """Facts that note every key read and written (an ``under`` read is the family ``prefix.*``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads.add(key)
+        return super().get(key, default)
+
+    def fact(self, key: str) -> Any:
+        self.reads.add(key)
+        return super().fact(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.reads.add(str(key))
+        return super().__contains__(key)
+
+    def under(self, prefix: str) -> Any:
+        self.reads.add(prefix + ".*")
+        return super().under(prefix)
+
+    def unknown_reason(self, key: str) -> str | None:
+        self.reads.add(key)
+        return super().unknown_reason(key)
+
+    def set(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
+        self.writes.add(key)
+        super().set(key, value, source, observed=observed)
+
+    def error(self, key: str, message: str) -> None:
+        self.writes.add(key)
+        super().error(key, message)
+
+    def forget(self, key: str, message: str) -> None:
+        self.writes.add(key)
+        super().forget(key, message)
+
+
+def _text(path: Path) -> str:
+    return path.read_text().replace("\0", " ").strip()
+
+
+def _inputs() -> dict[str, OfflineInputs]:
+    """Real inputs that between them reach every analyzer."""
+    sglang, vllm = LIVE / "sglang-0.5.23-cpu", LIVE / "vllm-0.32.0-cpu" / "plain-after"
+    return {
+        "sglang 0.5.23 live capture": OfflineInputs(
+            command=_text(sglang / "cmdline.txt"), engine_version="0.5.23",
+            server_info=str(sglang / "server_info.before.out"), metrics=str(sglang / "metrics.after.out"),
+            log=str(sglang / "server.log")),
+        "vllm 0.32.0 live capture on CPU": OfflineInputs(
+            command="VLLM_TARGET_DEVICE=cpu VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 " + _text(vllm / "cmdline.txt"),
+            engine_version="0.32.0", metrics=str(vllm / "metrics.txt"), log=str(vllm / "server.log")),
+        "vllm hybrid MoE on H100s with a scrape": OfflineInputs(
+            command="vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking -tp 4 --enable-expert-parallel "
+                    "--max-num-batched-tokens 8000 --quantization fp8 --tool-call-parser hermes",
+            engine_version="0.11.0", config=str(CONFIGS / "Qwen__Qwen3-Next-80B-A3B-Thinking.json"), gpu="H100:4",
+            metrics=str(METRICS / "vllm_1.prom"), workload=Workload(context=32768, users=8)),
+        "sglang DP attention on H200s, version unknown": OfflineInputs(
+            command="python -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B --tp 8 --dp 8 "
+                    "--enable-dp-attention --ep-size 8 --max-total-tokens 100000",
+            config=str(CONFIGS / "Qwen__Qwen3-235B-A22B.json"), gpu="H200:8", metrics=str(METRICS / "sglang_1.prom"),
+            nvidia_smi=str(NVIDIA_SMI / "rtx3090x3-one-gpu-busy.txt")),
+        "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
+        "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
+        "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),
+    }
+
+
+def _gathered() -> dict[str, Facts]:
+    return {name: gather(inputs).facts for name, inputs in _inputs().items()}
+
+
+def _declared(keys: set[str], patterns: tuple[str, ...]) -> set[str]:
+    return {k for k in keys if not any(covers(p, k) for p in patterns)}
+
+
+@requires_shared
+def test_declared_reads_and_produces_are_what_each_analyzer_does() -> None:
+    wrote: dict[str, set[str]] = {a.name: set() for a in ORDER}
+    for case, gathered in _gathered().items():
+        facts = Recording()
+        facts.update(gathered)
+        for item in ORDER:
+            facts.reads, facts.writes = set(), set()
+            item.run(facts)
+            # what it reads besides what it produces itself (a refinement), and everything it writes
+            undeclared_reads = _declared(facts.reads, item.reads + item.produces)
+            assert not undeclared_reads, f"{case}: {item.name} reads {sorted(undeclared_reads)} it does not declare"
+            undeclared_writes = _declared(facts.writes, item.produces)
+            assert not undeclared_writes, f"{case}: {item.name} writes {sorted(undeclared_writes)} it does not declare"
+            wrote[item.name] |= facts.writes
+    assert not [name for name, keys in wrote.items() if not keys], "analyzers no real input made write anything"
+
+
+@requires_shared
+def test_any_order_the_declarations_allow_derives_the_same_facts() -> None:
+    """The declarations are enough to order the analyzers: another valid order changes nothing."""
+    rng = random.Random(20)
+    for case, gathered in _gathered().items():
+        expected = derive_all(_copy(gathered)).to_dict()
+        for _ in range(3):
+            facts = _copy(gathered)
+            for item in _random_order(rng):
+                item.run(facts)
+            assert facts.to_dict() == expected, case
+
+
+def _copy(facts: Facts) -> Facts:
+    out = Facts()
+    out.update(facts)
+    return out
+
+
+def _random_order(rng: random.Random) -> list[Analyzer]:
+    """A random order in which every analyzer still runs after the producers of what it reads."""
+    pending, done = list(ANALYZERS), []
+    while pending:
+        ready = [a for a in pending if not any(covers(r, p) or covers(p, r) for r in a.reads
+                                               for b in pending if b is not a for p in b.produces)]
+        pick = rng.choice(ready)
+        done.append(pick)
+        pending.remove(pick)
+    return done
