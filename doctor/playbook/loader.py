@@ -315,8 +315,9 @@ def _generate_log_nodes(pbset: PlaybookSet) -> list[str]:
             continue
         symptom = cause.log_node.get("symptom", lognodes.DEFAULT_SYMPTOM)
         missing = [c for c in cause.log_node.get("yields_to", ()) if c not in pbset.causes]
-        if symptom not in pbset.playbooks:
-            errors.append(f"{cause.source}: log_node.symptom: no symptom tree '{symptom}'")
+        if symptom not in pbset.playbooks:  # the default tree is absent only in a set without the built-ins
+            if "symptom" in cause.log_node:
+                errors.append(f"{cause.source}: log_node.symptom: no symptom tree '{symptom}'")
         elif missing:
             errors.append(f"{cause.source}: log_node.yields_to: no such cause {', '.join(missing)}")
         else:
