@@ -63,7 +63,9 @@ def is_dsa(card: ModelCard) -> bool:
 
 def kv_policy(card: ModelCard, gpu: GpuModel, engine: str, catalog: Catalog) -> KVPolicy:
     if is_dsa(card):
-        auto = rules()["dsa_auto_kv"][engine]
+        from doctor.engines.dsa_kv import dsa_auto_kv
+
+        auto = dsa_auto_kv()[engine]
         above = gpu.sm is not None and gpu.sm >= auto.get("min_sm", 10**6)
         dtype = auto["at_or_above"] if above else auto["below"]
         if any(g.kind == "dsv4" for g in card.kv_groups):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from doctor.commands.fleet import TargetResult, TargetSpec
-    from doctor.serve.alerts import Alert
+    from doctor.sources.alerts import Alert
 
 
 def render_markdown(alert: Alert, spec: TargetSpec, result: TargetResult) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from doctor.serve.alerts import Alert, Notification
+from doctor.sources.alerts import Alert, Notification
 
 if TYPE_CHECKING:
     from doctor.commands.fleet import TargetResult, TargetSpec

@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from doctor.errors import InputError
-from doctor.serve.alerts import parse_notification
 from doctor.serve.dispatch import Dispatcher
+from doctor.sources.alerts import parse_notification
 
 #: A webhook body of 10,000 alerts with labels and annotations is a few MB; more is not Alertmanager.
 MAX_BODY_BYTES = 16 * 1024 * 1024

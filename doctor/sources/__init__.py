@@ -1,6 +1,8 @@
 """What the user hands over, as facts: a launch command, a model config, a GPU name, recorded files (a /metrics
-scrape, a /server_info body, nvidia-smi output, the server log), a Kubernetes manifest, a snapshot to replay.
+scrape, a /server_info body, nvidia-smi output, the server log), a Kubernetes manifest, a snapshot to replay,
+an alert.
 
 offline.py gathers them all (``gather``), in the order their dependencies need; manifest.py reads the launch out
-of a manifest; snapshot.py writes and replays a run's raw probe answers. What is read live is doctor/probes.
+of a manifest; snapshot.py writes and replays a run's raw probe answers; alerts.py reads an Alertmanager
+webhook (`serve`). What is read live is doctor/probes.
 """

@@ -154,10 +154,10 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
 
 
 def _dsa_auto_kv(engine: str, sm: int) -> str:
-    """What `--kv-cache-dtype auto` becomes for a DSA model on this engine and GPU (doctor/plan/rules.yaml)."""
-    from doctor.plan.rules import rules
+    """What `--kv-cache-dtype auto` becomes for a DSA model on this engine and GPU (doctor/engines/dsa_kv.yaml)."""
+    from doctor.engines.dsa_kv import dsa_auto_kv
 
-    auto = rules()["dsa_auto_kv"].get(engine)
+    auto = dsa_auto_kv().get(engine)
     if not auto:
         return "auto"
     return auto["at_or_above"] if sm >= auto.get("min_sm", 10**6) else auto["below"]
