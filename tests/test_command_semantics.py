@@ -18,8 +18,8 @@ def dests_in(cases: list[dict[str, Any]]) -> set[str]:
     def cond(c: dict[str, Any]) -> None:
         for sub in c.get("any", []) + c.get("all", []):
             cond(sub)
-        if "dest" in c:
-            found.add(c["dest"])
+        if str(c.get("fact", "")).startswith("launch.flags."):  # a flag's value, by its dest
+            found.add(c["fact"].removeprefix("launch.flags."))
 
     for case in cases:
         for key in ("from", "default"):

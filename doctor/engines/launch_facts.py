@@ -141,7 +141,7 @@ def _first(cases: list[dict[str, Any]], cmd: LaunchCommand, facts: Facts) -> tup
     for case in cases:
         evidence = ""
         if "when" in case:
-            ok, evidence = _condition(case["when"], cmd, facts)
+            ok, evidence = _condition(case["when"], facts)
             if not ok:
                 continue
         found = _produce(case, cmd, facts)
@@ -218,61 +218,17 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
     return None
 
 
-def _condition(cond: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[bool, str]:
-    """(holds, evidence text) for a semantics.yaml condition."""
-    if "any" in cond:
-        for sub in cond["any"]:
-            ok, why = _condition(sub, cmd, facts)
-            if ok:
-                return True, why
+def _condition(cond: dict[str, Any], facts: Facts) -> tuple[bool, str]:
+    """(holds, evidence text) for a semantics.yaml ``when``: the playbooks' condition language and evaluator
+    (doctor/playbook/conditions.py) over the facts read so far; a case applies only when it is true."""
+    from doctor.playbook.conditions import evaluate
+
+    outcome = evaluate(cond, facts)
+    if outcome.value is not True:
         return False, ""
-    if "all" in cond:
-        whys = []
-        for sub in cond["all"]:
-            ok, why = _condition(sub, cmd, facts)
-            if not ok:
-                return False, ""
-            whys.append(why)
-        return True, " and ".join(whys)
-    op = cond.get("op", "set")
-    if "dest" in cond:
-        fv = cmd.by_dest().get(cond["dest"])
-        present, value = fv is not None, (fv.value if fv is not None else None)
-        label = _argv_source(fv) if fv is not None else cond["dest"]
-    elif "fact" in cond:
-        present, value, label = cond["fact"] in facts, facts.get(cond["fact"]), cond["fact"]
-    elif "env" in cond:
-        key = f"launch.env.{cond['env']}"  # a placeholder without a value is no value (launch_facts sets none)
-        present, value, label = key in facts, facts.get(key), f"env {cond['env']}"
-    else:
-        return False, ""
-    if not present:
-        return False, ""
-    ok = _test(op, value, cond.get("value"))
-    return ok, f"{label} = {readable(value)}" if ok else ""
+    return True, " and ".join(f"{_label(e.fact, e.source)} = {readable(e.value)}" for e in outcome.support)
 
 
-def _test(op: str, value: Any, expected: Any) -> bool:
-    if op == "set":
-        return value is not None
-    if op == "is":
-        return value is expected
-    if op == "eq":
-        return value == expected
-    if op == "ne":
-        return value != expected
-    if op == "gt":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > expected
-    if op == "in":
-        return value in (expected or [])
-    if op == "truthy":
-        return str(value).strip().lower() in ("1", "true", "yes", "on")
-    if op == "all_zero":
-        return _all_zero(value)
-    raise ValueError(f"semantics.yaml: unknown op {op!r}")
-
-
-def _all_zero(value: Any) -> bool:
-    if isinstance(value, dict):
-        return bool(value) and all(_all_zero(v) for v in value.values())
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+def _label(key: str, source: str) -> str:
+    """How evidence names a flag (its argv token), an environment variable (``env NAME``) or another fact."""
+    return source if key.startswith(("launch.flags.", "launch.env.")) else key

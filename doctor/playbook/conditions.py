@@ -6,6 +6,10 @@ tree can say what it could not check instead of silently taking the "no" branch.
 
 Three-valued rules (Kleene): ``all`` is false if any part is false, else unknown if any part is unknown;
 ``any`` is true if any part is true, else unknown if any part is unknown; ``not`` keeps unknown.
+
+This is the one condition language of the project's data: the symptom trees, and the ``when:`` of the flag
+semantics (doctor/engines/semantics.yaml, where a case applies only when its condition is true — unknown does
+not apply). ``set`` means one thing everywhere: known, and neither null nor false (docs/playbooks.md).
 """
 
 from __future__ import annotations
@@ -81,6 +85,10 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
     if op in ("empty", "nonempty"):
         empty = value is None or (hasattr(value, "__len__") and len(value) == 0)
         return _result(empty if op == "empty" else not empty, key, fact, f"is {op}")
+    if op == "truthy":  # an environment variable's spelling of "on" (engines read "1", "true", "yes", "on")
+        return _result(str(value).strip().lower() in _TRUTHY, key, fact, "spells true")
+    if op == "all_zero":  # a number, or a mapping of numbers (vLLM --limit-mm-per-prompt), that is all 0
+        return _result(_all_zero(value), key, fact, "is all zero")
 
     ref = None
     if "ref" in cond:
@@ -140,6 +148,16 @@ def _compare(op: str, value: Any, expected: Any) -> bool | None:
     return None
 
 
+#: How an engine's environment variable says "on" (vllm/envs.py, sglang/srt/environ.py), case and spaces ignored.
+_TRUTHY = ("1", "true", "yes", "on")
+
+
+def _all_zero(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value) and all(_all_zero(v) for v in value.values())
+    return _is_number(value) and value == 0
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -170,7 +188,8 @@ def _negated_support(cond: dict[str, Any], facts: Facts) -> list[Evidence]:
 
 #: Negated word tests read as English: "is not true", not "not is true".
 _NEGATED = {"is_true": "is not true", "is_false": "is not false", "set": "is not set", "unset": "is set",
-            "empty": "is not empty", "nonempty": "is empty"}
+            "empty": "is not empty", "nonempty": "is empty", "truthy": "does not spell true",
+            "all_zero": "is not all zero"}
 
 
 def _fmt(value: Any) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 VALUE_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "not_contains", "matches",
              "version_lt", "version_ge")
 #: Operators that test the fact itself and take no value.
-UNARY_OPS = ("set", "unset", "exists", "missing", "is_true", "is_false", "empty", "nonempty")
+UNARY_OPS = ("set", "unset", "exists", "missing", "is_true", "is_false", "empty", "nonempty", "truthy",
+             "all_zero")
 
 KEBAB = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 #: What an engine does about a launch-failure cause (a cause file's `behaviour.effect`), from the engine's source:
