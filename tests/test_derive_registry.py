@@ -191,3 +191,32 @@ def _random_order(rng: random.Random) -> list[Analyzer]:
         done.append(pick)
         pending.remove(pick)
     return done
+
+
+def test_what_the_analyzers_produce_is_registered_under_their_module() -> None:
+    """Every fact an analyzer produces is in the fact registry (playbooks/facts/), and an entry that says
+    derivation produces it names the analyzer's module, so a reader finds the code from the fact."""
+    from doctor.playbook.loader import load_playbooks
+
+    registry = load_playbooks().registry
+    for item in ORDER:
+        module = item.run.__module__.removeprefix("doctor.")
+        for key in item.produces:
+            if "." not in key:  # a whole namespace made unknown (the GPU of a CPU server): no fact of its own
+                continue
+            covered = [k for k in registry.specs if covers(key, k)] if key.endswith(".*") else [key]
+            specs = [registry.spec(k) for k in covered]
+            assert covered and all(specs), f"{item.name} produces {key}, which the fact registry lacks"
+            wrong = [(k, s.producer) for k, s in zip(covered, specs, strict=True)
+                     if s.producer.startswith("derive") and s.producer != module]
+            assert not wrong, f"{item.name} ({module}) produces {wrong}"
+
+
+def test_every_producer_in_the_fact_registry_is_a_module() -> None:
+    from doctor.playbook.loader import load_playbooks
+
+    package = ROOT / "doctor"
+    missing = {spec.producer for spec in load_playbooks().registry.specs.values()
+               if not (package / spec.producer.replace(".", "/")).with_suffix(".py").is_file()
+               and not (package / spec.producer.replace(".", "/") / "__init__.py").is_file()}
+    assert not missing, f"producers that name no module under doctor/: {sorted(missing)}"
