@@ -115,25 +115,35 @@ def show_cmd(ident: str, playbook_dirs: tuple[str, ...], fmt: str) -> int:
 Examples:
   llmdoctor playbook validate
   llmdoctor playbook validate ./my-playbooks ./team-playbooks
+  llmdoctor playbook validate --data ./semantics.yaml
 
 \b
 Exit codes: 0 valid; 2 problems, one per line on stderr (FILE:LINE: KEY: message), then their count.
 """)
 @click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
-def validate_cmd(dirs: tuple[str, ...]) -> int:
-    """Check playbook directories (and the built-ins) against the schema and each other.
+@click.option("--data", "data_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also check this data file (semantics.yaml, kernels.yaml, engine_memory.yaml, dsa_kv.yaml: "
+                   "by its name) against its schema. Repeatable.")
+def validate_cmd(dirs: tuple[str, ...], data_files: tuple[str, ...]) -> int:
+    """Check playbook directories (and the built-ins) against the schema and each other, and the built-in data
+    files the code reads (flag semantics, kernel and memory release rules) against theirs.
 
     Every problem is printed as FILE:LINE: KEY: message; exit 2 when there is any.
     """
+    from pathlib import Path
+
+    from doctor.playbook.datafiles import validate_builtin, validate_file
     from doctor.playbook.loader import validate_dirs
 
-    errors = validate_dirs(dirs)
+    errors = validate_dirs(dirs) + validate_builtin()
+    errors += [e for name in data_files for e in validate_file(Path(name))]
     for error in errors:
         click.echo(error, err=True)
     if errors:
         click.echo(f"{len(errors)} problem(s)", err=True)
         return EXIT_USAGE
-    emit(f"ok: built-in playbooks{' and ' + ', '.join(dirs) if dirs else ''} are valid")
+    given = [*dirs, *data_files]
+    emit(f"ok: built-in playbooks and data files{' and ' + ', '.join(given) if given else ''} are valid")
     return EXIT_OK
 
 
