@@ -55,28 +55,53 @@ def covers(pattern: str, key: str) -> bool:
     return pattern == key
 
 
-def _overlap(a: str, b: str) -> bool:
-    return covers(a, b) or covers(b, a)
-
-
 def ordered(analyzers: Iterable[Analyzer]) -> tuple[Analyzer, ...]:
     """The analyzers in an order where each runs after the producers of what it reads (ties by name, so the
-    order depends on the declarations alone); RegistryError for a fact produced twice or a cycle."""
+    order depends on the declarations alone); RegistryError for a fact produced twice or a cycle.
+
+    Runs at every start of a command that derives, so it indexes the produced keys instead of comparing every
+    pair: exact keys in a dict, and the few families (``fit.*``) in a list."""
     pending = sorted(analyzers, key=lambda a: a.name)
-    for i, a in enumerate(pending):
-        for b in pending[i + 1:]:
-            twice = [p for p in a.produces if any(_overlap(p, q) for q in b.produces)]
-            if twice:
-                raise RegistryError(f"{', '.join(twice)} produced by both {a.name} and {b.name}")
-    after = {a.name: {b.name for b in pending if b is not a and any(_overlap(r, p) for r in a.reads
-                                                                   for p in b.produces)} for a in pending}
+    exact: dict[str, Analyzer] = {}
+    families: list[tuple[str, Analyzer]] = []
+    for a in pending:
+        for key in a.produces:
+            other = _producer(key, exact, families)
+            if other is not None:
+                raise RegistryError(f"{key} produced by both {other.name} and {a.name}")
+            if key.endswith(".*"):
+                families.append((key, a))
+            else:
+                exact[key] = a
+    after: dict[str, set[str]] = {}
+    for a in pending:
+        waits = set()
+        for key in a.reads:
+            found = _producer(key, exact, families)
+            if found is not None:
+                waits.add(found.name)
+            if key.endswith(".*"):  # a family read waits on every producer of a key in it
+                waits.update(b.name for k, b in exact.items() if covers(key, k))
+        waits.discard(a.name)
+        after[a.name] = waits
     done: list[Analyzer] = []
+    names: set[str] = set()
     while pending:
-        ready = next((a for a in pending if after[a.name] <= {d.name for d in done}), None)
+        ready = next((a for a in pending if after[a.name] <= names), None)
         if ready is None:
-            cycle = ", ".join(f"{a.name} (waits on {', '.join(sorted(after[a.name] - {d.name for d in done}))})"
-                              for a in pending)
+            cycle = ", ".join(f"{a.name} (waits on {', '.join(sorted(after[a.name] - names))})" for a in pending)
             raise RegistryError(f"analyzers wait on each other: {cycle}")
         done.append(ready)
+        names.add(ready.name)
         pending.remove(ready)
     return tuple(done)
+
+
+def _producer(key: str, exact: dict[str, Analyzer], families: list[tuple[str, Analyzer]]) -> Analyzer | None:
+    """The analyzer registered so far that produces ``key`` (or a key of the family ``key``), if any."""
+    if key in exact:
+        return exact[key]
+    found = next((a for family, a in families if covers(family, key) or covers(key, family)), None)
+    if found is None and key.endswith(".*"):
+        found = next((a for k, a in exact.items() if covers(key, k)), None)
+    return found
