@@ -14,6 +14,7 @@ from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
 from doctor.humanize import readable
+from doctor.playbook.conditions import evaluate
 
 _PROBLEM_FACTS = {
     "unknown_flag": "launch.unknown_flags",
@@ -221,8 +222,6 @@ def _produce(case: dict[str, Any], cmd: LaunchCommand, facts: Facts) -> tuple[An
 def _condition(cond: dict[str, Any], facts: Facts) -> tuple[bool, str]:
     """(holds, evidence text) for a semantics.yaml ``when``: the playbooks' condition language and evaluator
     (doctor/playbook/conditions.py) over the facts read so far; a case applies only when it is true."""
-    from doctor.playbook.conditions import evaluate
-
     outcome = evaluate(cond, facts)
     if outcome.value is not True:
         return False, ""
