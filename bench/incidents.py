@@ -7,8 +7,8 @@ Each case is one YAML file under bench/incidents/ (schema in bench/incidents/REA
 date, engine and version, the reporter's evidence (launch command, log excerpt, config repo id, GPU, /metrics)
 and the cause ids the maintainers' settled answer corresponds to (`none-yet` where llmdoctor has no such
 cause: always a miss). Every case runs as a fresh `python -m doctor check ... --format json` subprocess with
-HF_HUB_OFFLINE=1 (never the Hub): a repo id is resolved to ../shared/fixtures/configs/<org>__<name>.json when
-that real config is there, else the case runs without a config (counted under "config unavailable").
+HF_HUB_OFFLINE=1 (never the Hub): a repo id is resolved to fixtures/configs/<org>__<name>.json when that
+real config is there, else the case runs without a config (counted under "config unavailable").
 
 Scored: top-1 (the first finding is an expected cause), top-3 (one of the first three is), per symptom and
 per engine; false leads blamed (a case marked `false_lead` whose innocent suspects appear among the findings);
@@ -34,8 +34,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
-SHARED = Path(os.environ.get("LLMDOCTOR_SHARED_DIR") or ROOT.parent / "shared")
-CONFIGS = SHARED / "fixtures" / "configs"
+FIXTURES = Path(os.environ.get("LLMDOCTOR_FIXTURES_DIR") or ROOT / "fixtures")
+CONFIGS = FIXTURES / "configs"
 NONE_YET = "none-yet"
 #: the tolerated drop of the worked part's top-3 before --check-baseline fails (percentage points)
 TOLERANCE_POINTS = 2.0
@@ -133,7 +133,7 @@ def load_cases(batches: set[int] | None) -> list[Case]:
 
 
 def config_path(repo: str) -> Path | None:
-    """The real config.json of a repo id among the shared fixtures (the runner never asks the Hub)."""
+    """The real config.json of a repo id among the fixtures (the runner never asks the Hub)."""
     candidate = CONFIGS / (repo.replace("/", "__") + ".json")
     return candidate if candidate.is_file() else None
 
