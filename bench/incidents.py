@@ -6,7 +6,8 @@ it was never shown, given only what the incident's reporter had.
 Each case is one YAML file under bench/incidents/ (schema in bench/incidents/README.md): the thread's URL and
 date, engine and version, the reporter's evidence (launch command, log excerpt, config repo id, GPU, /metrics)
 and the cause ids the maintainers' settled answer corresponds to (`none-yet` where llmdoctor has no such
-cause: always a miss). Every case runs as a fresh `python -m doctor check ... --format json` subprocess with
+cause: always a miss; `healthy` for a false alarm, where no warning or critical finding is the right
+answer). Every case runs as a fresh `python -m doctor check ... --format json` subprocess with
 HF_HUB_OFFLINE=1 (never the Hub): a repo id is resolved to fixtures/configs/<org>__<name>.json when that
 real config is there, else the case runs without a config (counted under "config unavailable").
 
@@ -37,6 +38,8 @@ CASES = ROOT / "bench" / "incidents"
 FIXTURES = Path(os.environ.get("LLMDOCTOR_FIXTURES_DIR") or ROOT / "fixtures")
 CONFIGS = FIXTURES / "configs"
 NONE_YET = "none-yet"
+#: expected for a false alarm: nothing was wrong, so no warning or critical finding is the right answer
+HEALTHY = "healthy"
 #: the tolerated drop of the worked part's top-3 before --check-baseline fails (percentage points)
 TOLERANCE_POINTS = 2.0
 REQUIRED = ("id", "url", "date", "engine", "symptom", "batch", "evidence", "root_cause", "expected")
@@ -71,6 +74,7 @@ class Outcome:
 
     case: Case
     named: list[str]
+    severities: list[str]
     exit_code: int
     config_missing: bool
     error: str = ""
@@ -78,12 +82,19 @@ class Outcome:
     top3: bool = field(init=False)
 
     def __post_init__(self) -> None:
+        if HEALTHY in self.case.expected:
+            # a false alarm answered correctly: no warning or critical finding at all
+            # a run that produced no report (bad input, nothing to check) is a miss, not a clean bill
+            self.top1 = self.top3 = not self.error and not any(s in ("critical", "warning") for s in self.severities)
+            return
         hit = set(self.case.expected) - {NONE_YET}
         self.top1 = bool(self.named) and self.named[0] in hit
         self.top3 = any(n in hit for n in self.named[:3])
 
     @property
     def silent(self) -> bool:
+        if HEALTHY in self.case.expected:
+            return False
         return not self.named or self.exit_code == 0
 
     @property
@@ -165,11 +176,12 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     try:
         report = json.loads(proc.stdout)
         named = [f["id"] for f in report.get("findings", [])]
+        severities = [f.get("severity", "") for f in report.get("findings", [])]
         error = ""
     except json.JSONDecodeError:
-        named = []
+        named, severities = [], []
         error = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return Outcome(case, named, proc.returncode, config_missing, error)
+    return Outcome(case, named, severities, proc.returncode, config_missing, error)
 
 
 def pct(n: int, d: int) -> float:
