@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -277,6 +278,46 @@ def check_baseline(result: dict, path: Path) -> int:
     return 0
 
 
+#: first releases of the "new" era for the quota on older releases
+NEW_ERA = {"vllm": ((0, 8), "2025-03-18"), "sglang": ((0, 4, 5), "2025-04-07")}
+
+
+def is_old_era(engine: str, version: str | None, date: str) -> bool:
+    """Older than vLLM 0.8 / SGLang 0.4.5: by the version when given, else by the report date."""
+    first, released = NEW_ERA.get(engine, ((0,), "0"))
+    if version:
+        parts = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+        if parts:
+            return parts < first
+    return str(date) < released
+
+
+def stats(batches: set[int] | None) -> dict:
+    """The quota counts of the case files, without running llmdoctor."""
+    rows = []
+    for path in sorted(CASES.glob("*.yaml")):
+        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if batches is None or int(d["batch"]) in batches:
+            rows.append(d)
+    n = len(rows)
+
+    def share(k: int) -> dict:
+        return {"n": k, "pct": pct(k, n)}
+
+    return {
+        "n": n,
+        "by_batch": dict(sorted(Counter(int(d["batch"]) for d in rows).items())),
+        "by_symptom": dict(Counter(d["symptom"] for d in rows).most_common()),
+        "by_engine": dict(Counter(d["engine"] for d in rows).most_common()),
+        "old_era": share(sum(is_old_era(d["engine"], d.get("version") and str(d["version"]), d["date"])
+                             for d in rows)),
+        "false_leads": share(sum(bool(d.get("false_lead")) for d in rows)),
+        "with_log": share(sum(bool((d.get("evidence") or {}).get("log")) for d in rows)),
+        "none_yet": share(sum(NONE_YET in (d["expected"] if isinstance(d["expected"], list) else [d["expected"]])
+                              for d in rows)),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
@@ -284,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check-baseline", type=Path, metavar="FILE",
                     help="exit 1 when top-3 drops more than 2 points below FILE's (its batches are run)")
     ap.add_argument("--write-baseline", type=Path, metavar="FILE", help="write the figures of this run to FILE")
+    ap.add_argument("--stats", action="store_true",
+                    help="print the cases' quota counts (symptom, engine, era, false leads, logs) and exit; runs nothing")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list every case's outcome")
     args = ap.parse_args(argv)
     batches = set(args.batch) if args.batch else None
@@ -294,6 +337,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.check_baseline}: not a baseline written by --write-baseline (needs batches)",
                   file=sys.stderr)
             return 2
+    if args.stats:
+        st = stats(batches)
+        if args.json:
+            print(json.dumps(st, indent=2))
+        else:
+            for k, v in st.items():
+                print(f"{k:12} {v}")
+        return 0
     try:
         cases = load_cases(batches)
     except CaseError as exc:
