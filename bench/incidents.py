@@ -63,6 +63,9 @@ class Case:
     evidence: dict
     expected: list[str]
     innocent: list[str]
+    #: evidence keys a case holds that are not the reporter's own (another model's config standing in for one
+    #: that is not among the fixtures, a GPU the thread does not name): never passed to check unless asked
+    stand_ins: list[str] = field(default_factory=list)
 
     @property
     def is_false_lead(self) -> bool:
@@ -135,6 +138,7 @@ def load_case(path: Path) -> Case:
         evidence=evidence,
         expected=[str(e) for e in expected],
         innocent=[str(c) for c in lead.get("innocent", [])],
+        stand_ins=[str(k) for k in data.get("stand_ins") or []],
     )
 
 
@@ -150,9 +154,10 @@ def config_path(repo: str) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def run_case(case: Case, tmp: Path) -> Outcome:
-    """`llmdoctor check` on the case's evidence, offline, as a fresh process."""
-    ev = case.evidence
+def run_case(case: Case, tmp: Path, *, stand_ins: bool = False) -> Outcome:
+    """`llmdoctor check` on the case's evidence, offline, as a fresh process (without the stand-ins: the
+    reporter did not have them)."""
+    ev = {k: v for k, v in case.evidence.items() if stand_ins or k not in case.stand_ins}
     argv = [sys.executable, "-m", "doctor", "check", "--format", "json", "--offline", "--symptom", case.symptom]
     if case.version:
         argv += ["--engine-version", case.version]
@@ -327,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-baseline", type=Path, metavar="FILE", help="write the figures of this run to FILE")
     ap.add_argument("--stats", action="store_true",
                     help="print the cases' quota counts (symptom, engine, era, false leads, logs) and exit; runs nothing")
+    ap.add_argument("--with-stand-ins", action="store_true",
+                    help="also pass the evidence a case marks as standing in for what the reporter had (a similar "
+                         "model's config, an assumed GPU): for comparison only, never the recorded figure")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list every case's outcome")
     args = ap.parse_args(argv)
     batches = set(args.batch) if args.batch else None
@@ -354,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no cases under {CASES} for batches {sorted(batches or [])}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="llmdoctor-incidents-") as tmp:
-        outcomes = [run_case(c, Path(tmp)) for c in cases]
+        outcomes = [run_case(c, Path(tmp), stand_ins=args.with_stand_ins) for c in cases]
     result = score(outcomes)
     result["batches"] = sorted({c.batch for c in cases})
     if args.write_baseline:
