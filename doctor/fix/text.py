@@ -1,0 +1,183 @@
+"""Writing edited engine arguments back into the text they came from, changing nothing else.
+
+Two shapes of text, one idea: find where each engine argument was written (its span), then replace the span
+from the first argument to the last with the new arguments — untouched ones as they were written (quotes,
+escapes and secrets byte for byte), new ones quoted for the shape — joined the way the original joined them
+(one flag per line with backslash continuations, or one line). Everything before and after (other lines of a
+script, ``docker run`` options, the rest of a manifest with its comments) is kept as it was.
+
+* Shell text (a line, a script, ``docker run``): the words of the launch are found in order in the text.
+* YAML (a Kubernetes ``args:``/``command:`` list, a container, a whole manifest): PyYAML's node marks give the
+  span of each list item, so only the list's lines change — no round-trip re-emitting of the document, which
+  would re-indent and re-quote lines the fix never touched.
+
+When a span cannot be found (a word written with escapes the search cannot see), :class:`NotInPlace` is
+raised and the caller shows the corrected command re-rendered instead, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from doctor.fix.argv import Word
+
+_BETWEEN = re.compile(r"^(?:[\s\\'\"]|#[^\n]*)*$")
+
+
+class NotInPlace(Exception):
+    """The arguments could not be located in the text: re-render instead."""
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the engine's arguments sit in a text: each argument's (start, end) and how they are joined."""
+
+    spans: list[tuple[int, int]]
+    #: insertion point when there are no arguments (just after the entry)
+    after: int
+    yaml_style: str | None = None   # None: shell; "block" | "flow": a YAML sequence
+
+
+def locate_shell(text: str, argv: list[str]) -> Located:
+    """The spans of ``argv`` — the launch's engine arguments — in shell ``text``."""
+    from doctor.engines.shapes import launch_segment, split_shell
+
+    segments = split_shell(text)
+    found = launch_segment(segments)
+    # no entry point: the text is the engine's arguments alone (a pasted flag list)
+    index = found[0] if found is not None else len(segments) - 1
+    words = [w for seg in segments[: index + 1] for w in seg]
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for word in words:
+        start = text.find(word, cursor) if word else -1
+        if start < 0 or not _BETWEEN.match(_unprompted(text[cursor:start])):
+            raise NotInPlace(word)
+        end = start + len(word)
+        if start > 0 and text[start - 1] in "'\"" and end < len(text) and text[end] == text[start - 1]:
+            start, end = start - 1, end + 1
+        spans.append((start, end))
+        cursor = end
+    tail = spans[len(spans) - len(argv):] if argv else []
+    return Located(tail, spans[-1][1] if spans else 0)
+
+
+def _unprompted(gap: str) -> str:
+    """The text between two words, less what split_shell drops: ``$ `` prompts and markdown fences."""
+    return re.sub(r"(^|\n)\s*(\$ |```[^\n]*)", r"\1", gap)
+
+
+def write_shell(text: str, located: Located, new: list[Word]) -> str:
+    """``text`` with the arguments replaced by ``new``, joined as the original joined its flag groups."""
+    from doctor.fix.argv import groups
+
+    parts = groups(new)
+    rendered = [" ".join(src if src is not None else _shell_quote(word) for word, src in group) for group in parts]
+    if not located.spans:
+        return text[: located.after] + "".join(" " + r for r in rendered) + text[located.after:]
+    start, end = located.spans[0][0], located.spans[-1][1]
+    joiner = _shell_joiner(text, located.spans)
+    return text[:start] + joiner.join(rendered) + text[end:]
+
+
+def _shell_joiner(text: str, spans: list[tuple[int, int]]) -> str:
+    """How the original separated flag groups: a backslash-newline and its indent, else one space."""
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        gap = text[end:start]
+        if "\n" in gap:
+            indent = gap[gap.rindex("\n") + 1:]
+            return " \\\n" + indent
+    return " "
+
+
+def _shell_quote(word: str) -> str:
+    return word if re.fullmatch(r"[A-Za-z0-9_@%+=:,./{}-]+", word) and "{{" not in word else shlex.quote(word)
+
+
+# ------------------------------------------------------------------------------------------- YAML
+@dataclass(frozen=True)
+class YamlList:
+    """One list of a container (``command`` or ``args``): its items' spans and values, and its style."""
+
+    key: str
+    items: list[tuple[int, int, str]]   # (start, end, value)
+    style: str                          # block | flow
+    start: int                          # where the list's text starts (for an empty flow list)
+
+
+def container_lists(text: str) -> list[tuple[YamlList | None, YamlList | None]]:
+    """Every mapping in ``text`` with a ``command`` or ``args`` list of strings: (command, args) per mapping,
+    in document order; a bare top-level list counts as ``args``."""
+    import yaml
+
+    out: list[tuple[YamlList | None, YamlList | None]] = []
+    try:
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise NotInPlace(str(exc)) from exc
+    for root in documents:
+        if isinstance(root, yaml.SequenceNode):
+            found = _as_list("args", root)
+            if found is not None:
+                out.append((None, found))
+            continue
+        stack: list[Any] = [root]
+        while stack:
+            node = stack.pop(0)
+            if isinstance(node, yaml.MappingNode):
+                lists = {k.value: _as_list(k.value, v) for k, v in node.value
+                         if isinstance(k, yaml.ScalarNode) and k.value in ("command", "args")}
+                if any(v is not None for v in lists.values()):
+                    out.append((lists.get("command"), lists.get("args")))
+                stack.extend(v for _, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(node.value)
+    return out
+
+
+def _as_list(key: str, node: Any) -> YamlList | None:
+    import yaml
+
+    if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.ScalarNode) for i in node.value):
+        return None
+    items = [(i.start_mark.index, i.end_mark.index, i.value) for i in node.value]
+    return YamlList(key, items, "flow" if node.flow_style else "block", node.start_mark.index)
+
+
+def write_yaml(text: str, target: YamlList, keep: int, new: list[Word]) -> str:
+    """``text`` with the items of ``target`` from index ``keep`` on replaced by ``new``."""
+    items = target.items
+    if not items or keep >= len(items) and not new:
+        raise NotInPlace("empty list")
+    rendered = [src if src is not None else _yaml_quote(word) for word, src in new]
+    if keep >= len(items):
+        raise NotInPlace("nothing to replace")
+    start = items[keep][0]
+    end = items[-1][1]
+    if len(items) > 1:
+        joiner = text[items[0][1]:items[1][0]]
+    elif target.style == "block":
+        line_start = text.rfind("\n", 0, items[0][0]) + 1
+        joiner = "\n" + text[line_start:items[0][0]]
+    else:
+        joiner = ", "
+    if target.style == "block" and "\n" not in joiner:
+        raise NotInPlace("block list with two items on one line")
+    return text[:start] + joiner.join(rendered) + text[end:]
+
+
+def _yaml_quote(word: str) -> str:
+    """A plain scalar where YAML reads it back as the same string, else a double-quoted one."""
+    import yaml
+
+    if re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9_.-]*", word) or re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", word):
+        try:
+            if yaml.safe_load(word) == word:
+                return word
+        except yaml.YAMLError:
+            pass
+    return json.dumps(word, ensure_ascii=False)
