@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.fix import argv as fixargv
 from doctor.fix import text as fixtext
-from doctor.fix.plan import NEEDS_VALUE, SAFE, Planned
+from doctor.fix.plan import NEEDS_VALUE, PRINT_ONLY, SAFE, Planned
 
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
@@ -64,24 +64,34 @@ def fix_text(source: str | list[str], planned: list[Planned], catalog: Catalog) 
     launch = find_launch(source)
     secrets = _secrets(launch.argv, launch.env, catalog)
     notes: list[str] = []
+    skipped: list[tuple[fixargv.Edit, str]] = []
     if launch.shape == "kubernetes":
-        fixed, in_place = _fix_yaml(source, edits, catalog)
+        fixed, in_place = _fix_yaml(source, edits, catalog, skipped)
     else:
-        fixed, in_place = _fix_shell(source, launch.argv, edits, catalog)
+        fixed, in_place = _fix_shell(source, launch.argv, edits, catalog, skipped)
+    for edit, why in skipped:  # an edit the arguments could not take: it is left out of its finding's fix
+        for p in planned:
+            if edit in p.edits:
+                p.edits.remove(edit)
+                p.left_out.append(f"{edit.describe()}: {why}")
+                if not p.edits:
+                    p.fix_class = PRINT_ONLY
     if not in_place:
         notes.append("the arguments could not be located in the text as written: the corrected command is "
                      "shown rewritten, one flag per line")
     return FixResult(source, fixed, planned, in_place, secrets, notes)
 
 
-def _fix_shell(source: str, argv: list[str], edits: list[fixargv.Edit], catalog: Catalog) -> tuple[str, bool]:
+def _fix_shell(source: str, argv: list[str], edits: list[fixargv.Edit], catalog: Catalog,
+               skipped: list[tuple[fixargv.Edit, str]]) -> tuple[str, bool]:
     try:
         located = fixtext.locate_shell(source, argv)
     except fixtext.NotInPlace:
-        new = fixargv.apply(argv, edits, catalog)
+        new, skips = fixargv.apply(argv, edits, catalog)
+        skipped += skips
         return _rewritten(source, argv, [w for w, _ in new]), False
-    sources = [source[a:b] for a, b in located.spans]
-    new = fixargv.apply(argv, edits, catalog, sources)
+    new, skips = fixargv.apply(argv, edits, catalog, located.spans)
+    skipped += skips
     return fixtext.write_shell(source, located, new), True
 
 
@@ -95,7 +105,7 @@ def _rewritten(source: str, argv: list[str], new: list[str]) -> str:
     return " \\\n  ".join([head, *lines]) + "\n"
 
 
-def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog) -> tuple[str, bool]:
+def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog, skipped: list[tuple[fixargv.Edit, str]]) -> tuple[str, bool]:
     from doctor.engines.shapes import find_launch
     from doctor.errors import InputError
 
@@ -107,8 +117,8 @@ def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog) -> tuple
             continue
         prefix = len(combined) - len(launch.argv)
         items = [(a, b) for lst in (command, args) if lst is not None for a, b, _ in lst.items]
-        sources = [source[a:b] for a, b in items[prefix:]]
-        new = fixargv.apply(launch.argv, edits, catalog, sources)
+        new, skips = fixargv.apply(launch.argv, edits, catalog, items[prefix:])
+        skipped += skips
         n_command = len(command.items) if command is not None else 0
         target, keep = (args, prefix - n_command) if args is not None and prefix >= n_command else (command, prefix)
         if target is None or (target is command and args is not None):

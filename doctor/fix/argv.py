@@ -42,22 +42,23 @@ class Edit:
         return f"{'set' if self.op == 'set' else 'add'} {self.flag} {value}".rstrip()
 
 
-#: one argument as given and the text it was written as (None: written by an edit)
-Word = tuple[str, "str | None"]
+#: one argument, and where it was written in the text it came from (None: written by an edit)
+Span = tuple[int, int]
+Word = tuple[str, "Span | None"]
 
 
 def groups(argv: list[Word]) -> list[list[Word]]:
     """``[model, --tp, 8, --x]`` → ``[[model], [--tp, 8], [--x]]``: leading positionals form one group each."""
     out: list[list[Word]] = []
     for word in argv:
-        if _is_option(word[0]) or not out or not _is_option(out[-1][0][0]):
+        if is_option(word[0]) or not out or not is_option(out[-1][0][0]):
             out.append([word])
         else:
             out[-1].append(word)
     return out
 
 
-def _is_option(word: str) -> bool:
+def is_option(word: str) -> bool:
     return word.startswith("-") and word not in ("-", "--") and not _NEGATIVE_NUMBER.match(word)
 
 
@@ -68,7 +69,7 @@ def _dest(word: str, catalog: Catalog) -> str | None:
 
 def _matches(group: list[Word], flag: str, catalog: Catalog) -> bool:
     word = group[0][0]
-    if not _is_option(word):
+    if not is_option(word):
         return False
     if word.partition("=")[0] == flag:
         return True
@@ -77,29 +78,40 @@ def _matches(group: list[Word], flag: str, catalog: Catalog) -> bool:
 
 
 def apply(argv: list[str], edits: list[Edit], catalog: Catalog,
-          sources: list[str | None] | None = None) -> list[Word]:
-    """The arguments with every edit applied in order, each word with the text it was written as (``sources``,
-    parallel to ``argv``) or None where an edit wrote it. An edit with nothing to change is a no-op."""
-    words: list[Word] = list(zip(argv, sources if sources is not None else [None] * len(argv), strict=True))
+          spans: list[Span] | None = None) -> tuple[list[Word], list[tuple[Edit, str]]]:
+    """The arguments with every edit applied in order, each word with where it was written (``spans``, parallel
+    to ``argv``) or None where an edit wrote it; and the edits that could not be applied, said why.
+    An edit with nothing to change is a no-op."""
+    words: list[Word] = list(zip(argv, spans if spans is not None else [None] * len(argv), strict=True))
     parts = groups(words)
+    skipped: list[tuple[Edit, str]] = []
     for edit in edits:
-        parts = _apply_one(parts, edit, catalog)
-    return [word for group in parts for word in group]
+        parts = _apply_one(parts, edit, catalog, skipped)
+    return [word for group in parts for word in group], skipped
 
 
 def _new(words: tuple[str, ...] | list[str]) -> list[Word]:
     return [(w, None) for w in words]
 
 
-def _apply_one(parts: list[list[Word]], edit: Edit, catalog: Catalog) -> list[list[Word]]:
+def _apply_one(parts: list[list[Word]], edit: Edit, catalog: Catalog,
+               skipped: list[tuple[Edit, str]]) -> list[list[Word]]:
     hits = [i for i, group in enumerate(parts) if _matches(group, edit.flag, catalog)]
     if edit.op == "remove":
         return [group for i, group in enumerate(parts) if i not in hits]
     if edit.op == "replace":
         assert edit.to is not None
         out = [list(group) for group in parts]
+        target = catalog.resolve(edit.to)
         for i in hits:
             _, eq, value = out[i][0][0].partition("=")
+            has_value = bool(eq) or len(out[i]) > 1
+            if target is not None and target.is_boolean == has_value:
+                # a switch renamed to a flag that takes a value (--enable-reasoning → --reasoning-parser), or
+                # the reverse: the new flag cannot take the old words as they are
+                skipped.append((edit, f"{edit.to} {'is a switch' if target.is_boolean else 'needs a value'} and "
+                                      f"{out[i][0][0]} {'has one' if has_value else 'has none'}: change it by hand"))
+                continue
             out[i][0] = (f"{edit.to}={value}" if eq else edit.to, None)
         return out
     if edit.op == "set":

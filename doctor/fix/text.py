@@ -73,15 +73,33 @@ def _unprompted(gap: str) -> str:
 
 def write_shell(text: str, located: Located, new: list[Word]) -> str:
     """``text`` with the arguments replaced by ``new``, joined as the original joined its flag groups."""
-    from doctor.fix.argv import groups
-
-    parts = groups(new)
-    rendered = [" ".join(src if src is not None else _shell_quote(word) for word, src in group) for group in parts]
     if not located.spans:
-        return text[: located.after] + "".join(" " + r for r in rendered) + text[located.after:]
+        return text[: located.after] + "".join(" " + _shell_quote(w) for w, _ in new) + text[located.after:]
     start, end = located.spans[0][0], located.spans[-1][1]
-    joiner = _shell_joiner(text, located.spans)
-    return text[:start] + joiner.join(rendered) + text[end:]
+    return text[:start] + _join(text, new, _shell_joiner(text, located.spans), " ", _shell_quote) + text[end:]
+
+
+def _join(text: str, new: list[Word], group_joiner: str, word_joiner: str, quote: Any) -> str:
+    """The new words as text: each written as it was where it was kept, quoted for the shape where new; two
+    words that were neighbours keep what stood between them (a comment, the line break), others are joined
+    with ``group_joiner`` before a flag and ``word_joiner`` before a value."""
+    from doctor.fix.argv import is_option
+
+    out: list[str] = []
+    for i, (word, span) in enumerate(new):
+        if i:
+            before = new[i - 1][1]
+            if before is not None and span is not None and _neighbours(text, before, span):
+                out.append(text[before[1]:span[0]])
+            else:
+                out.append(group_joiner if is_option(word) else word_joiner)
+        out.append(text[span[0]:span[1]] if span is not None else quote(word))
+    return "".join(out)
+
+
+def _neighbours(text: str, before: tuple[int, int], after: tuple[int, int]) -> bool:
+    """Whether nothing but separators (space, line breaks, ``-`` list marks, comments) stood between them."""
+    return before[1] <= after[0] and bool(re.fullmatch(r"(?:[\s\\,\-]|#[^\n]*)*", text[before[1]:after[0]]))
 
 
 def _shell_joiner(text: str, spans: list[tuple[int, int]]) -> str:
@@ -151,15 +169,11 @@ def _as_list(key: str, node: Any) -> YamlList | None:
 def write_yaml(text: str, target: YamlList, keep: int, new: list[Word]) -> str:
     """``text`` with the items of ``target`` from index ``keep`` on replaced by ``new``."""
     items = target.items
-    if not items or keep >= len(items) and not new:
-        raise NotInPlace("empty list")
-    rendered = [src if src is not None else _yaml_quote(word) for word, src in new]
     if keep >= len(items):
         raise NotInPlace("nothing to replace")
-    start = items[keep][0]
-    end = items[-1][1]
     if len(items) > 1:
         joiner = text[items[0][1]:items[1][0]]
+        joiner = joiner[joiner.rfind("\n"):] if "\n" in joiner else joiner   # not a comment of the first item
     elif target.style == "block":
         line_start = text.rfind("\n", 0, items[0][0]) + 1
         joiner = "\n" + text[line_start:items[0][0]]
@@ -167,7 +181,7 @@ def write_yaml(text: str, target: YamlList, keep: int, new: list[Word]) -> str:
         joiner = ", "
     if target.style == "block" and "\n" not in joiner:
         raise NotInPlace("block list with two items on one line")
-    return text[:start] + joiner.join(rendered) + text[end:]
+    return text[:items[keep][0]] + _join(text, new, joiner, joiner, _yaml_quote) + text[items[-1][1]:]
 
 
 def _yaml_quote(word: str) -> str:
