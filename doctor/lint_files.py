@@ -96,8 +96,14 @@ def launch_line(text: str) -> int | None:
 
     try:
         if _KUBERNETES.search(text) or text.lstrip().startswith("-"):
-            for command, args in fixtext.container_lists(text):
-                first = next((lst.items[0][0] for lst in (command, args) if lst is not None and lst.items), None)
+            from doctor.engines.shapes import container_launch
+
+            for found in fixtext.container_lists(text):
+                lists = {k: lst for k, lst in (("command", found.command), ("args", found.args)) if lst is not None}
+                values = {k: [v for _, _, v in lst.items] for k, lst in lists.items()}
+                if container_launch({**values, **({"image": found.image} if found.image else {})}) is None:
+                    continue
+                first = next((lst.items[0][0] for lst in lists.values() if lst.items), None)
                 if first is not None:
                     return text.count("\n", 0, first) + 1
             return None

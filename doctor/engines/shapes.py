@@ -400,6 +400,17 @@ def _containers(node: Any) -> list[dict[str, Any]]:
     return found
 
 
+def container_launch(container: dict[str, Any]) -> Launch | None:
+    """The launch a container (``command``, ``args``, ``env``, ``image``) runs, or None; an ``args:`` block with
+    no image is the engine's arguments alone when they are flags."""
+    launch = _from_container(container)
+    if launch is None and "image" not in container:
+        tokens = _as_list(container.get("command")) + _as_list(container.get("args"))
+        if tokens and tokens[0].startswith("-"):
+            return Launch(None, "arguments only", tokens, shape="kubernetes")
+    return launch
+
+
 def _from_container(container: dict[str, Any]) -> Launch | None:
     command = _as_list(container.get("command"))
     args = _as_list(container.get("args"))

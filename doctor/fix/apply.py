@@ -105,16 +105,18 @@ def _rewritten(source: str, argv: list[str], new: list[str]) -> str:
     return " \\\n  ".join([head, *lines]) + "\n"
 
 
-def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog, skipped: list[tuple[fixargv.Edit, str]]) -> tuple[str, bool]:
-    from doctor.engines.shapes import find_launch
+def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog,
+              skipped: list[tuple[fixargv.Edit, str]]) -> tuple[str, bool]:
+    from doctor.engines.shapes import container_launch
     from doctor.errors import InputError
 
-    for command, args in fixtext.container_lists(source):
-        combined = [v for lst in (command, args) if lst is not None for _, _, v in lst.items]
-        try:
-            launch = find_launch(combined)
-        except InputError:
+    for found in fixtext.container_lists(source):
+        command, args = found.command, found.args
+        values = {key: [v for _, _, v in lst.items] for key, lst in (("command", command), ("args", args)) if lst}
+        launch = container_launch({**values, **({"image": found.image} if found.image else {})})
+        if launch is None:
             continue
+        combined = [v for lst in (command, args) if lst is not None for _, _, v in lst.items]
         prefix = len(combined) - len(launch.argv)
         items = [(a, b) for lst in (command, args) if lst is not None for a, b, _ in lst.items]
         new, skips = fixargv.apply(launch.argv, edits, catalog, items[prefix:])
@@ -127,7 +129,8 @@ def _fix_yaml(source: str, edits: list[fixargv.Edit], catalog: Catalog, skipped:
             return fixtext.write_yaml(source, target, keep, new), True
         except fixtext.NotInPlace:
             break
-    raise InputError("lint --fix: the launch's command/args list could not be located in the YAML to patch it")
+    raise InputError("lint --fix: the launch's command/args list could not be located in the YAML to patch it "
+                     "(a launch inside an `sh -c` string is fixed by hand)")
 
 
 def _secrets(argv: list[str], env: dict[str, str], catalog: Catalog) -> list[str]:

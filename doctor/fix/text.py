@@ -118,6 +118,15 @@ def _shell_quote(word: str) -> str:
 
 # ------------------------------------------------------------------------------------------- YAML
 @dataclass(frozen=True)
+class Container:
+    """A mapping with a ``command`` or ``args`` list (a container, or an ``args:`` block alone)."""
+
+    command: YamlList | None
+    args: YamlList | None
+    image: str | None
+
+
+@dataclass(frozen=True)
 class YamlList:
     """One list of a container (``command`` or ``args``): its items' spans and values, and its style."""
 
@@ -127,12 +136,12 @@ class YamlList:
     start: int                          # where the list's text starts (for an empty flow list)
 
 
-def container_lists(text: str) -> list[tuple[YamlList | None, YamlList | None]]:
-    """Every mapping in ``text`` with a ``command`` or ``args`` list of strings: (command, args) per mapping,
-    in document order; a bare top-level list counts as ``args``."""
+def container_lists(text: str) -> list[Container]:
+    """Every mapping in ``text`` with a ``command`` or ``args`` list of strings, in document order; a bare
+    top-level list counts as ``args``."""
     import yaml
 
-    out: list[tuple[YamlList | None, YamlList | None]] = []
+    out: list[Container] = []
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -141,7 +150,7 @@ def container_lists(text: str) -> list[tuple[YamlList | None, YamlList | None]]:
         if isinstance(root, yaml.SequenceNode):
             found = _as_list("args", root)
             if found is not None:
-                out.append((None, found))
+                out.append(Container(None, found, None))
             continue
         stack: list[Any] = [root]
         while stack:
@@ -149,8 +158,10 @@ def container_lists(text: str) -> list[tuple[YamlList | None, YamlList | None]]:
             if isinstance(node, yaml.MappingNode):
                 lists = {k.value: _as_list(k.value, v) for k, v in node.value
                          if isinstance(k, yaml.ScalarNode) and k.value in ("command", "args")}
+                image = next((v.value for k, v in node.value if isinstance(k, yaml.ScalarNode)
+                              and k.value == "image" and isinstance(v, yaml.ScalarNode)), None)
                 if any(v is not None for v in lists.values()):
-                    out.append((lists.get("command"), lists.get("args")))
+                    out.append(Container(lists.get("command"), lists.get("args"), image))
                 stack.extend(v for _, v in node.value)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend(node.value)
