@@ -76,7 +76,7 @@ def lint_files(paths: Iterable[str], *, engine_version: str | None, config: str 
 
                 launch = parse_manifest(text, path)
                 command, file_gpu = launch.command, gpu or launch.gpu
-                item.notes += note_lines(launch)
+                item.notes += note_lines(launch)[1:]   # the first says which container: the path says it here
             inputs = OfflineInputs(command=command, engine_version=engine_version, config=config, gpu=file_gpu,
                                    gpu_mem=gpu_mem, workload=workload, offline=offline)
             item.result = lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
