@@ -64,13 +64,19 @@ class LintResult:
         }
 
 
-def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = ()) -> LintResult:
+def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = (),
+         target_version: str | None = None) -> LintResult:
+    """``target_version``: also read the command as that release would (doctor/engines/upgrade.py)."""
     from doctor.derive import absent_on_this_device, derive_all
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
     from doctor.sources import gather
 
     gathered = gather(inputs)
+    if target_version and gathered.command is not None and inputs.command is not None:
+        from doctor.engines.upgrade import upgrade_facts
+
+        upgrade_facts(inputs.command, gathered.command, target_version, gathered.facts)
     derive_all(gathered.facts)
     diagnosis = diagnose(load_playbooks(playbook_dirs), gathered.facts, symptoms,
                          unreachable=UNREACHABLE + absent_on_this_device(gathered.facts))

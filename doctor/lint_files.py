@@ -56,7 +56,8 @@ class FilesResult:
         return {"schema": SCHEMA, "files": [f.to_dict() for f in self.files]}
 
 
-def lint_files(paths: Iterable[str], *, engine_version: str | None, config: str | None, gpu: str | None,
+def lint_files(paths: Iterable[str], *, engine_version: str | None, target_version: str | None,
+               config: str | None, gpu: str | None,
                gpu_mem: str | None, offline: bool, workload: Workload, symptoms: Iterable[str],
                playbook_dirs: Iterable[str]) -> FilesResult:
     """Lint each file; never stops at the first bad one."""
@@ -79,7 +80,7 @@ def lint_files(paths: Iterable[str], *, engine_version: str | None, config: str 
                 item.notes += note_lines(launch)[1:]   # the first says which container: the path says it here
             inputs = OfflineInputs(command=command, engine_version=engine_version, config=config, gpu=file_gpu,
                                    gpu_mem=gpu_mem, workload=workload, offline=offline)
-            item.result = lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
+            item.result = lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs, target_version=target_version)
             item.line = launch_line(text)
         except InputError as exc:
             message = str(exc)

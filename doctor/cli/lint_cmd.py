@@ -21,6 +21,7 @@ Examples:
   llmdoctor lint --fix "vllm serve Qwen/Qwen3-8B --enable-reasoning --reasoning-parser deepseek_r1"
   llmdoctor lint --fix --manifest deploy.yaml -o deploy.fixed.yaml
   llmdoctor lint --files deploy/*.yaml scripts/serve.sh --format sarif > llmdoctor.sarif
+  llmdoctor lint --engine-version 0.9.2 --target-version 0.11.0 --fix --manifest deploy.yaml
 
 \b
 Fixes (--fix), classed as ruff classes its fixes: safe ones are applied; a fix that needs a value the
@@ -54,6 +55,10 @@ what to pass.
 @click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag; "
                                                    "else unknown: flags spelled as the newest release, findings "
                                                    "that depend on the version say which releases they hold for).")
+@click.option("--target-version", metavar="V",
+              help="Will it still start, and behave the same, on release V? Flags and values V refuses, parsers V "
+                   "lacks or deprecates, defaults the command relies on that V changes (from the release "
+                   "catalogs; the findings of the upgrade tree).")
 @click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
                                                     "example:NAME (default: the command's model: a local path, the HF cache, "
                                                     "then the Hub).")
@@ -69,7 +74,7 @@ what to pass.
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, command_file: str | None,
-         engine_version: str | None, config: str | None,
+         engine_version: str | None, target_version: str | None, config: str | None,
          gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, context: int | None,
          users: int | None,
          text_only: bool, reproducible: bool,
@@ -88,8 +93,8 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     if as_files:
         if fix or output or manifest or command_file:
             raise InputError("--files lints the files named: not with --fix, -o, --manifest or --file")
-        return _lint_files(command, engine_version, config, gpu, gpu_mem, offline, workload, symptoms,
-                           playbook_dirs, fmt, fail_on)
+        return _lint_files(command, engine_version, target_version, config, gpu, gpu_mem, offline, workload,
+                           symptoms, playbook_dirs, fmt, fail_on)
     if output and not fix:
         raise InputError("-o/--output writes the fixed command or manifest: give it with --fix")
     from doctor.lint import lint as run_lint
@@ -102,12 +107,13 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
         text = _command_text(command, command_file)
     inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
                            workload=workload, offline=offline)
-    result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
+    result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs, target_version=target_version)
     if fix:
         from doctor.cli.lint_fix import run_fix
 
         return run_fix(result, manifest_text if manifest_text is not None else text, inputs, symptoms,
-                       playbook_dirs, fmt, fail_on, verbose, output, is_manifest=manifest_text is not None)
+                       playbook_dirs, fmt, fail_on, verbose, output, is_manifest=manifest_text is not None,
+                       target_version=target_version)
     if fmt in ("sarif", "junit"):
         from doctor.lint_files import FileLint, FilesResult, launch_line
 
@@ -122,14 +128,16 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     return exit_code(result.diagnosis.findings, fail_on)
 
 
-def _lint_files(paths: tuple[str, ...], engine_version: str | None, config: str | None, gpu: str | None,
+def _lint_files(paths: tuple[str, ...], engine_version: str | None, target_version: str | None,
+                config: str | None, gpu: str | None,
                 gpu_mem: str | None, offline: bool, workload: object, symptoms: tuple[str, ...],
                 playbook_dirs: tuple[str, ...], fmt: str, fail_on: str) -> int:
     from doctor.errors import EXIT_USAGE
     from doctor.lint_files import lint_files
 
     # no files is an empty report, not an error: a change that touches no manifest has nothing to lint
-    result = lint_files(paths, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
+    result = lint_files(paths, engine_version=engine_version, target_version=target_version, config=config,
+                        gpu=gpu, gpu_mem=gpu_mem,
                         offline=offline, workload=workload, symptoms=symptoms,  # type: ignore[arg-type]
                         playbook_dirs=playbook_dirs)
     if fmt in ("sarif", "junit"):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def run_fix(result: LintResult, source: str | list[str], inputs: OfflineInputs, symptoms: tuple[str, ...],
             playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool, output: str | None, *,
-            is_manifest: bool) -> int:
+            is_manifest: bool, target_version: str | None = None) -> int:
     """Print (or write) the fixed text; the exit code is that of the findings left after the fix."""
     from doctor.errors import InputError
     from doctor.fix.apply import fix_text
@@ -34,7 +34,9 @@ def run_fix(result: LintResult, source: str | list[str], inputs: OfflineInputs, 
         from doctor.manifest import parse_manifest
 
         again_command = parse_manifest(fixed.fixed, "the patched manifest").command
-    after = lint(replace(inputs, command=again_command), symptoms=symptoms, playbook_dirs=playbook_dirs)
+    # fixed for --target-version V, the command is V's: the new lint reads it as V
+    after = lint(replace(inputs, command=again_command, engine_version=target_version or inputs.engine_version),
+                 symptoms=symptoms, playbook_dirs=playbook_dirs)
     if output:
         from doctor.outio import write_atomic
 

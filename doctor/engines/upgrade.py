@@ -69,7 +69,8 @@ def upgrade_facts(text: str | list[str], current: LaunchCommand, target: str, fa
     facts.set("upgrade.from", current.version, current.version_source if current.version else
               "the version in use is unknown (--engine-version, or the image tag)")
     before = {(p.kind, p.flag) for p in current.problems} if current.version else set()
-    refused = [{"flag": p.flag, "why": _WHY[p.kind], **{k: v for k, v in p.detail.items() if isinstance(v, str)}}
+    refused = [{"flag": p.flag, "why": _WHY[p.kind], **{k: v for k, v in p.detail.items() if isinstance(v, str)},
+                **({"remedy": "drop it"} if p.kind == "removed_flag" else {})}
                for p in moved.problems if p.kind in REFUSALS and (p.kind, p.flag) not in before]
     facts.set("upgrade.refused", refused, where)
     facts.set("upgrade.renamed", [r for r in refused if r["why"] == "renamed" and r.get("replacement")], where)
