@@ -87,7 +87,7 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
-    from doctor.sources import Workload
+    from doctor.sources.offline import Workload
 
     workload = Workload(context, users, reproducible, text_only, temperature)
     if as_files:
@@ -97,8 +97,8 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
                            symptoms, playbook_dirs, fmt, fail_on)
     if output and not fix:
         raise InputError("-o/--output writes the fixed command or manifest: give it with --fix")
-    from doctor.lint import lint as run_lint
-    from doctor.sources import OfflineInputs
+    from doctor.commands.lint import lint as run_lint
+    from doctor.sources.offline import OfflineInputs
 
     manifest_text = None
     if manifest:
@@ -115,7 +115,7 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
                        playbook_dirs, fmt, fail_on, verbose, output, is_manifest=manifest_text is not None,
                        target_version=target_version)
     if fmt in ("sarif", "junit"):
-        from doctor.lint_files import FileLint, FilesResult, launch_line
+        from doctor.commands.lint_files import FileLint, FilesResult, launch_line
 
         where = manifest or command_file
         source_text = manifest_text if manifest_text is not None else (text if isinstance(text, str) else None)
@@ -132,8 +132,8 @@ def _lint_files(paths: tuple[str, ...], engine_version: str | None, target_versi
                 config: str | None, gpu: str | None,
                 gpu_mem: str | None, offline: bool, workload: object, symptoms: tuple[str, ...],
                 playbook_dirs: tuple[str, ...], fmt: str, fail_on: str) -> int:
+    from doctor.commands.lint_files import lint_files
     from doctor.errors import EXIT_USAGE
-    from doctor.lint_files import lint_files
 
     # no files is an empty report, not an error: a change that touches no manifest has nothing to lint
     result = lint_files(paths, engine_version=engine_version, target_version=target_version, config=config,
@@ -156,7 +156,7 @@ def _lint_files(paths: tuple[str, ...], engine_version: str | None, target_versi
 
 def _emit_ci(fmt: str, result: object, fail_on: str, *, located: bool) -> None:
     from doctor import __version__
-    from doctor.lint_files import relative
+    from doctor.commands.lint_files import relative
     from doctor.playbook.loader import load_playbooks
     from doctor.render.ci import Target, junit, sarif
 
@@ -175,7 +175,7 @@ def _command_text(words: tuple[str, ...], command_file: str | None) -> str | lis
     if command_file and words:
         raise InputError("give the command either as arguments or with --file, not both")
     if command_file:
-        from doctor.sources import read_command_file
+        from doctor.sources.offline import read_command_file
 
         return read_command_file(command_file, "--file")
     if len(words) == 1:

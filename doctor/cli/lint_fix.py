@@ -10,18 +10,18 @@ import click
 from doctor.cli.common import emit, exit_code
 
 if TYPE_CHECKING:
-    from doctor.lint import LintResult
-    from doctor.sources import OfflineInputs
+    from doctor.commands.lint import LintResult
+    from doctor.sources.offline import OfflineInputs
 
 
 def run_fix(result: LintResult, source: str | list[str], inputs: OfflineInputs, symptoms: tuple[str, ...],
             playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool, output: str | None, *,
             is_manifest: bool, target_version: str | None = None) -> int:
     """Print (or write) the fixed text; the exit code is that of the findings left after the fix."""
+    from doctor.commands.lint import lint
     from doctor.errors import InputError
     from doctor.fix.apply import fix_text
     from doctor.fix.plan import plan
-    from doctor.lint import lint
     from doctor.playbook.loader import load_playbooks
 
     cmd = result.gathered.command
@@ -31,7 +31,7 @@ def run_fix(result: LintResult, source: str | list[str], inputs: OfflineInputs, 
     fixed = fix_text(source, planned, cmd.catalog)
     again_command: str = fixed.fixed
     if is_manifest:
-        from doctor.manifest import parse_manifest
+        from doctor.sources.manifest import parse_manifest
 
         again_command = parse_manifest(fixed.fixed, "the patched manifest").command
     # fixed for --target-version V, the command is V's: the new lint reads it as V

@@ -29,7 +29,7 @@ def manifest_inputs(path: str, command_given: bool, gpu: str | None) -> tuple[st
 def manifest_inputs_text(path: str, command_given: bool, gpu: str | None) -> tuple[str, str | None, str]:
     """:func:`manifest_inputs`, and the manifest's text (what `lint --fix` patches)."""
     from doctor.errors import InputError
-    from doctor.manifest import note_lines, read_manifest_text
+    from doctor.sources.manifest import note_lines, read_manifest_text
 
     if command_given:
         raise InputError("give the launch command or --manifest, not both")

@@ -11,10 +11,10 @@ from doctor.render.findings import findings_markdown, findings_text, verdict_lin
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
+    from doctor.commands.lint import LintResult
+    from doctor.commands.lint_files import FilesResult
     from doctor.findings import Finding
     from doctor.fix.apply import FixResult
-    from doctor.lint import LintResult
-    from doctor.lint_files import FilesResult
 
 
 def _header(result: LintResult) -> list[str]:

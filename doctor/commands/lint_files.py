@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from doctor.errors import InputError
 
 if TYPE_CHECKING:
-    from doctor.lint import LintResult
-    from doctor.sources import Workload
+    from doctor.commands.lint import LintResult
+    from doctor.sources.offline import Workload
 
 SCHEMA = "llmdoctor.lint-files/1"
 _KUBERNETES = re.compile(r"^\s*(apiVersion|kind)\s*:", re.MULTILINE)
@@ -61,8 +61,8 @@ def lint_files(paths: Iterable[str], *, engine_version: str | None, target_versi
                gpu_mem: str | None, offline: bool, workload: Workload, symptoms: Iterable[str],
                playbook_dirs: Iterable[str]) -> FilesResult:
     """Lint each file; never stops at the first bad one."""
-    from doctor.lint import lint
-    from doctor.sources import OfflineInputs, read_text
+    from doctor.commands.lint import lint
+    from doctor.sources.offline import OfflineInputs, read_text
 
     symptoms, playbook_dirs = tuple(symptoms), tuple(playbook_dirs)
     out = []
@@ -73,7 +73,7 @@ def lint_files(paths: Iterable[str], *, engine_version: str | None, target_versi
             text = read_text(path, "--files")
             command, file_gpu = text, gpu
             if _KUBERNETES.search(text):
-                from doctor.manifest import note_lines, parse_manifest
+                from doctor.sources.manifest import note_lines, parse_manifest
 
                 launch = parse_manifest(text, path)
                 command, file_gpu = launch.command, gpu or launch.gpu
