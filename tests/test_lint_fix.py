@@ -53,6 +53,10 @@ TRIGGERS: dict[str, tuple[str, list[str]]] = {
                                         "--context-length 1000000", QWEN3),
     "prefix-caching-disabled": ("vllm serve m --no-enable-prefix-caching", QWEN3),
     "secret-in-command": ("vllm serve m --api-key abcdefgh1234", []),
+    "upgrade-refuses-command": ("vllm serve m --cuda-graph-sizes 8",
+                                ["--engine-version", "0.9.2", "--target-version", "0.33.0"]),
+    "upgrade-parser-deprecated": ("python -m sglang.launch_server --model-path m --enable-metrics "
+                                  "--tool-call-parser qwen25", ["--engine-version", "0.5.2", "--target-version", "0.5.23"]),
 }
 #: causes with edits that no command alone can make lint name, and why (their edits are exercised by the
 #: argument-level tests below and by check, which has the input)
