@@ -101,8 +101,12 @@ def _apply_one(parts: list[list[Word]], edit: Edit, catalog: Catalog,
         return [group for i, group in enumerate(parts) if i not in hits]
     if edit.op == "replace":
         assert edit.to is not None
-        out = [list(group) for group in parts]
         target = catalog.resolve(edit.to)
+        if target is not None and any(_dest(group[0][0], catalog) == target.dest for group in parts
+                                      if is_option(group[0][0])):
+            # the new flag is given already (--enable-reasoning beside --reasoning-parser NAME): the old one goes
+            return [group for i, group in enumerate(parts) if i not in hits]
+        out = [list(group) for group in parts]
         for i in hits:
             _, eq, value = out[i][0][0].partition("=")
             has_value = bool(eq) or len(out[i]) > 1
