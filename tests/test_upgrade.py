@@ -106,3 +106,10 @@ def test_a_deprecated_parser_is_never_suggested() -> None:
 def test_an_unknown_target_is_one_line() -> None:
     proc = run_cli("lint", "--offline", "--target-version", "banana", "vllm serve m")
     assert proc.returncode == 2 and "banana" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_check_takes_the_same_target() -> None:
+    proc = run_cli("check", "--offline", "--format", "json", "--command", "vllm serve m --cuda-graph-sizes 8",
+                   "--engine-version", "0.9.2", "--target-version", "0.33.0")
+    assert proc.returncode == 1, proc.stderr
+    assert "upgrade-refuses-command" in [f["id"] for f in json.loads(proc.stdout)["findings"]]
