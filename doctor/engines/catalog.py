@@ -153,6 +153,8 @@ class FlagSpec:
     field: str | None
     #: the release whose wheel ``source`` was read in, when not the catalog's own (doctor/engines/history.py)
     evidence_from: str | None = None
+    #: the launchers whose parser has it (``vllm serve``, ``vllm.entrypoints.api_server``…); None: every launcher
+    launchers: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -186,6 +188,7 @@ class FlagSpec:
             deprecated=bool(d.get("deprecated", False)), replacement=d.get("replacement"),
             rejected=bool(d.get("rejected", False)), help=d.get("help", ""), source=d.get("source", ""),
             field=d.get("field"), evidence_from=d.get("evidence_from"),
+            launchers=tuple(d["launchers"]) if isinstance(d.get("launchers"), list) else None,
         )
 
 
@@ -225,12 +228,31 @@ class Catalog:
     defaults: dict[str, Any]
     #: how the requested version relates to the releases read (COVERAGE): "unknown" when no version was given
     coverage: str = "exact"
+    #: the launcher whose parser this view is (``for_launcher``); None: every launcher's flags
+    launcher: str | None = None
     _by_option: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
     _by_dest: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self._by_option:
             self._by_option, self._by_dest = _index(self.flags)
+
+    def for_launcher(self, launcher: str) -> Catalog:
+        """The flags ``launcher`` itself parses (tools/catalog_gen/entrypoints.py): vLLM's demo server
+        ``vllm.entrypoints.api_server`` never had the OpenAI server's flags. The release's catalog itself when it
+        did not read that launcher's parser, or every launcher takes every flag."""
+        read = self.parser.get("launchers") or {}
+        if launcher not in read or not any(f.launchers for f in self.flags):
+            return self
+        flags = tuple(f for f in self.flags if f.launchers is None or launcher in f.launchers)
+        return Catalog(engine=self.engine, version=self.version, requested_version=self.requested_version,
+                       note=self.note, header=self.header, parser=self.parser, flags=flags,
+                       tool_parsers=self.tool_parsers, reasoning_parsers=self.reasoning_parsers,
+                       metrics=self.metrics, defaults=self.defaults, coverage=self.coverage, launcher=launcher)
+
+    def everywhere(self) -> Catalog:
+        """The release's catalog with every launcher's flags (undoes ``for_launcher``)."""
+        return self if self.launcher is None else load_catalog(self.engine, self.requested_version)
 
     # -- parser behaviour ------------------------------------------------------------------
     @property

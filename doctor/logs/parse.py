@@ -114,6 +114,9 @@ _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 # any engine
 _WARNING = _rule('WARNING ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
                       r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
+#: vLLM's ERROR/CRITICAL lines (the message after the prefix): what no traceback's last line says
+_ERROR_LEVEL = _rule('ERROR ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:ERROR|CRITICAL) [\d-]+ [\d:.]+ "
+                           r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
 _PY_WARNING = _rule('Warning: ', r"^" + _OUTER + r"\S+\.py:\d+: (\w*Warning: .+)$", re.M)
 _TRACEBACK = _rule('Traceback (most recent call last)', _PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
@@ -425,6 +428,9 @@ def _problems(scan: _Scan, put: Any) -> None:
             warnings.append(message)
     if warnings:
         put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
+    error_lines = list(dict.fromkeys(m.group(1).strip() for _, m in scan.all(_ERROR_LEVEL)))
+    if error_lines:
+        put("log.error_lines", error_lines[-MAX_ITEMS:], "ERROR/CRITICAL lines (distinct, the last 20)")
     errors = sorted({(index, m.group(1).strip()) for keyword in ("Error", "Exception", "Exit")
                      for index, m in scan.all(_rule(keyword, _EXCEPTION.pattern, _EXCEPTION.flags))}
                     | {(index, m.group(1).strip()) for index, m in scan.all(_ARGPARSE)})
