@@ -244,6 +244,8 @@ def derive_quantization_match(facts: Facts) -> None:
         return
     given = facts.get("launch.quantization")
     if given is None:
+        if _quantization_undetected(facts):
+            return
         facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
         return
     if "model.quantization" not in facts:
@@ -258,6 +260,23 @@ def derive_quantization_match(facts: Facts) -> None:
         return
     facts.set("launch.quantization_matches", given in loaders,
               f"derived: --quantization {given} vs checkpoint {checkpoint or 'unquantized'}")
+
+
+def _quantization_undetected(facts: Facts) -> bool:
+    """A quantized checkpoint without --quantization on a release that does not read the checkpoint's method
+    (doctor/engines/release_rules.yaml quantization_from_checkpoint): it loads as unquantized. Sets
+    launch.quantization_undetected and says so; False when the release detects it, or nothing is known."""
+    engine, version, checkpoint = facts.get("launch.engine"), facts.get("launch.version"), facts.get("model.quantization")
+    if engine not in ("vllm", "sglang") or version is None or not checkpoint or facts.get("model.same_checkpoint") is False:
+        return False
+    from doctor.engines.release_rules import rule
+
+    found = rule("quantization_from_checkpoint", engine, str(version))
+    if found is None or found.values.get("detects") is not False:
+        return False
+    facts.set("launch.quantization_undetected", True,
+              f"derived: a {checkpoint} checkpoint, no --quantization, on {engine} {version} ({found.evidence})")
+    return True
 
 
 def derive_hybrid_block_size(facts: Facts) -> None:

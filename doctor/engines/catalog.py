@@ -487,6 +487,9 @@ def option_since(engine: str) -> dict[str, str]:
                   lambda: {option: runs[0][0] for option, runs in flag_runs(engine).items()})
 
 
+#: With the version unknown, the releases a fix is taken to be read on start here: vLLM 0.2.0-0.5.5 and SGLang
+#: 0.1.3-0.3.6 (2023-2024) are read so that old incidents are parsed by their own release, not to widen that span.
+RECENT_FROM = {"vllm": "0.6.0", "sglang": "0.4.0"}
 _OPTION = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 
 
@@ -495,9 +498,10 @@ def annotate_since(engine: str, text: str) -> str:
     question: an option that arrived after the first quarter of the releases read (SGLang's ``--attn-dp-size``,
     0.5.22) is listed with its first release. One that only the oldest releases lack (``--ep-size``, missing from
     SGLang 0.4.0 alone) is left alone: annotating every fix for one release of 2024 would bury the ones that
-    matter."""
+    matter. The releases read for old incidents (before ``RECENT_FROM``) do not count: they would push the quarter
+    back to 2023 and annotate nearly every fix."""
     since = option_since(engine)
-    versions = available(engine)
+    versions = [v for v in available(engine) if version_key(v) >= version_key(RECENT_FROM[engine])]
     cutoff = version_key(versions[len(versions) // 4])
     label = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
     needs = {}

@@ -428,9 +428,18 @@ def _problems(scan: _Scan, put: Any) -> None:
             warnings.append(message)
     if warnings:
         put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
-    error_lines = list(dict.fromkeys(m.group(1).strip() for _, m in scan.all(_ERROR_LEVEL)))
-    if error_lines:
-        put("log.error_lines", error_lines[-MAX_ITEMS:], "ERROR/CRITICAL lines (distinct, the last 20)")
+    # the last line of each distinct message, the last 20 of them: only those go to the excerpt (a traceback
+    # printed at ERROR level is hundreds of lines, and the traceback fact already keeps it)
+    last: dict[str, int] = {}
+    for index in scan._candidates(_ERROR_LEVEL.keyword):
+        m = _ERROR_LEVEL.pattern.search(scan.lines[index])
+        if m:
+            last.pop(m.group(1).strip(), None)
+            last[m.group(1).strip()] = index
+    if last:
+        chosen = list(last.items())[-MAX_ITEMS:]
+        scan.kept.update(index for _, index in chosen)
+        put("log.error_lines", [message for message, _ in chosen], "ERROR/CRITICAL lines (distinct, the last 20)")
     errors = sorted({(index, m.group(1).strip()) for keyword in ("Error", "Exception", "Exit")
                      for index, m in scan.all(_rule(keyword, _EXCEPTION.pattern, _EXCEPTION.flags))}
                     | {(index, m.group(1).strip()) for index, m in scan.all(_ARGPARSE)})

@@ -126,22 +126,24 @@ def unplaced_lines(facts: Facts) -> list[UnplacedLine]:
 
 
 def _source(line: str, engine: Any, version: Any) -> str | None:
-    """Where the engine prints this line, from the error catalog (branch errcat) when it is installed."""
+    """Where the engine prints this line — ``file:line (since–until)`` — from the error catalog
+    (``doctor.logs.catalog.match_line``, issue 22) when this build has it; None when it does not know the line."""
     try:
-        from doctor.logs.catalog import match_line  # type: ignore[import-not-found]
+        from doctor.logs.catalog import match_line  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     try:
-        match = match_line(line, engine, version)
+        match = match_line(line, engine if engine in ("vllm", "sglang") else None,
+                           str(version) if version else None)
     except Exception:  # noqa: BLE001 - a catalog that cannot read one line must not take the answer down
         return None
-    if not match:
+    if match is None:
         return None
-    if isinstance(match, dict):
-        where = match.get("source") or match.get("where") or match.get("file_line")
-        span = match.get("releases") or match.get("since") and f"{match.get('since')}–{match.get('until')}"
-        return f"{where} ({span})" if where and span else where
-    return str(getattr(match, "source", None) or match)
+    sites = getattr(match, "sites", None) or []
+    where = f"{sites[0].file}:{sites[0].line}" if sites else None
+    since, until = getattr(match, "since", None), getattr(match, "until", None)
+    span = f"{getattr(match, 'catalog', engine)} {since}–{until}" if since else None
+    return " ".join(x for x in (where, f"({span})" if span else None) if x) or None
 
 
 def _title(pbset: PlaybookSet, cause_id: str, facts: Facts) -> str:
