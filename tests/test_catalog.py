@@ -304,13 +304,14 @@ def test_deprecated_flags_name_their_replacement() -> None:
 # Versions
 # ---------------------------------------------------------------------------------------------
 def test_version_selection_rule() -> None:
-    # every release from vLLM 0.6.0 / SGLang 0.4.0 is read: 0.12.0, 0.9.2 and 0.5.4.post3 are exact now
-    for engine, version in (("vllm", "0.13.0"), ("vllm", "0.12.0"), ("vllm", "0.9.2"), ("sglang", "0.5.4.post3")):
+    # every release from vLLM 0.2.0 / SGLang 0.1.3 is read: 0.12.0, 0.9.2, 0.5.4 and 0.5.4.post3 are exact now
+    for engine, version in (("vllm", "0.13.0"), ("vllm", "0.12.0"), ("vllm", "0.9.2"), ("vllm", "0.5.4"),
+                            ("sglang", "0.5.4.post3")):
         assert choose_version(engine, version) == (version, "")
     chosen, note = choose_version("vllm", "0.12.5")  # no such release: between 0.12.0 and 0.13.0
     assert chosen == "0.12.0" and "nearest at or below" in note and "0.13.0" in note
-    chosen, note = choose_version("vllm", "0.5.4")
-    assert chosen == available("vllm")[0] == "0.6.0" and "older than every release read" in note
+    chosen, note = choose_version("vllm", "0.1.7")
+    assert chosen == available("vllm")[0] == "0.2.0" and "older than every release read" in note
     chosen, note = choose_version("vllm", None)
     assert chosen == available("vllm")[-1] and "unknown" in note
     chosen, note = choose_version("vllm", "99.0")

@@ -48,7 +48,7 @@ def findings(command: str, version: str | None = None, **kw) -> dict[str, object
 # What was read
 # ---------------------------------------------------------------------------------------------
 def test_every_listed_release_is_in_the_history_and_nothing_else() -> None:
-    for engine, oldest in (("vllm", "0.6.0"), ("sglang", "0.4.0")):
+    for engine, oldest in (("vllm", "0.2.0"), ("sglang", "0.1.3")):
         listed = [v for e, v in shipped_versions() if e == engine]
         assert available(engine) == listed
         assert listed[0] == oldest
@@ -178,7 +178,7 @@ def test_renamed_flag_names_its_replacement() -> None:
 @pytest.mark.parametrize("requested, chosen, words", [
     ("0.8.5", "0.8.5", None),
     ("0.8.6", "0.8.5.post1", "not a release that was read"),         # between two releases
-    ("0.5.4", "0.6.0", "older than every release read"),
+    ("0.1.7", "0.2.0", "older than every release read"),
     ("99.0", None, "newer than every release read"),
     (None, None, "version unknown"),
     ("latest", None, "not a version number"),
@@ -199,8 +199,9 @@ def test_engine_too_old_never_fires_without_a_known_version() -> None:
 
 
 def test_older_than_the_oldest_release_reads_the_oldest_and_says_so() -> None:
-    cmd = parse_command("vllm serve m --use-v2-block-manager", engine_version="0.5.4")
-    assert cmd.catalog.version == "0.6.0" and cmd.catalog.coverage == "older"
+    cmd = parse_command("python -m vllm.entrypoints.openai.api_server --model m --max-num-seqs 8",
+                        engine_version="0.1.7")
+    assert cmd.catalog.version == "0.2.0" and cmd.catalog.coverage == "older"
     assert any("older than every release read" in n for n in cmd.notes)
 
 

@@ -1,6 +1,6 @@
 """Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang release.
 
-Every release from vLLM 0.6.0 and SGLang 0.4.0 on is read from its real wheel (``tools/gen_catalog.py``;
+Every release from vLLM 0.2.0 and SGLang 0.1.3 on is read from its real wheel (``tools/gen_catalog.py``;
 see tools/README.md) into one history table per engine, ``doctor/engines/catalogs/<engine>.json``
 (since/until per item, doctor/engines/history.py). This module rebuilds the release asked for from it
 (cached between runs; JSON only, no engine import) and answers the questions the launch-command parser
