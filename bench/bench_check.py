@@ -95,7 +95,8 @@ def engine_process(engine: str) -> Iterator[str]:
             child.wait(timeout=10)
 
 
-def median_ms(cmd: list[str], runs: int) -> float:
+def timings_ms(cmd: list[str], runs: int) -> list[float]:
+    """Wall times of ``runs`` fresh processes (after one warm-up run), in ms."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NO_COLOR"] = "1"
     subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
@@ -103,8 +104,12 @@ def median_ms(cmd: list[str], runs: int) -> float:
     for _ in range(runs):
         start = time.perf_counter()
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def spread(times: list[float]) -> str:
+    return f"min {min(times):.1f} / median {statistics.median(times):.1f} / max {max(times):.1f}"
 
 
 def phases(endpoint: str) -> list[tuple[str, float]]:
@@ -147,17 +152,19 @@ def main() -> None:
     args = parser.parse_args()
 
     with engine_process(args.engine) as endpoint:
-        stdlib = median_ms([sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}", *PATHS[args.engine]], args.runs)
+        stdlib_t = timings_ms([sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}", *PATHS[args.engine]], args.runs)
         cli = [str(Path(sys.executable).parent / "llmdoctor")]
         if not Path(cli[0]).exists():
             cli = [sys.executable, "-m", "doctor"]
-        ours = median_ms([*cli, "check", "--endpoint", endpoint], args.runs)
-        ours_json = median_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
+        ours_t = timings_ms([*cli, "check", "--endpoint", endpoint], args.runs)
+        ours_json_t = timings_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
         split = phases(endpoint)
+    stdlib, ours, ours_json = (statistics.median(t) for t in (stdlib_t, ours_t, ours_json_t))
     print(f"{args.engine} replay server (an engine-shaped process), median of {args.runs} fresh processes (bytecode cached)")
-    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms")
-    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x)")
-    print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x)")
+    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms  ({spread(stdlib_t)})")
+    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x; {spread(ours_t)})")
+    print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x; "
+          f"{spread(ours_json_t)})")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:
         print(f"    {name:24s} {seconds * 1000:7.1f} ms")

@@ -170,9 +170,12 @@ def test_vllm_kv_cache_dtype_choices() -> None:
     assert "bfloat16" in v11.choices and "fp8_ds_mla" not in v11.choices
     v13 = load_catalog("vllm", "0.13.0").flag("kv_cache_dtype")
     assert v13.choices == ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
-    for version in available("vllm"):
+    for version in available("vllm")[available("vllm").index("0.6.0"):]:
         allowed = load_catalog("vllm", version).choices("kv_cache_dtype")
         assert "fp8_e4m3" in allowed and "bf16" not in allowed
+    # before: the flag arrived in 0.3.0 with fp8_e5m2 only (the usage vllm-project/vllm#3651 quotes from 0.3.3)
+    assert load_catalog("vllm", "0.3.3").choices("kv_cache_dtype") == ("auto", "fp8_e5m2")
+    assert load_catalog("vllm", "0.2.7").flag("kv_cache_dtype") is None
 
 
 def test_vllm_dtype_choices_have_no_fp8() -> None:

@@ -24,6 +24,7 @@ from doctor.engines.catalog import (
     flag_history,
     history_path,
     load_catalog,
+    version_key,
 )
 from doctor.engines.command import parse_command
 from doctor.lint import lint
@@ -127,9 +128,9 @@ def test_enable_reasoning_is_valid_on_085_and_renamed_later() -> None:
 
 
 def test_removed_flag_without_replacement() -> None:
-    # --use-v2-block-manager: vllm 0.6.0 vllm/engine/arg_utils.py (store_true); the history says when it went
+    # --use-v2-block-manager: vllm 0.4.0 vllm/engine/arg_utils.py (store_true); the history says when it went
     first, last = flag_history("vllm")["--use-v2-block-manager"]
-    assert first == "0.6.0"
+    assert first == "0.4.0"
     found = findings("vllm serve m --use-v2-block-manager", "0.33.0")
     assert found["removed-flag"].severity == "critical" and f"last in {last}" in found["removed-flag"].fix
     assert "removed-flag" not in findings("vllm serve m --use-v2-block-manager", last)
@@ -221,9 +222,9 @@ def test_fix_spelling_with_the_version_unknown_is_valid_on_every_release() -> No
     cmd = parse_command("python -m sglang.launch_server --model-path m --tp-size 8")
     spelling = spelling_facts(cmd).get("engine.dp_attention_flags")
     assert spelling.startswith("--enable-dp-attention --dp-size 8")
-    for option in ("--enable-dp-attention", "--dp-size"):
+    for option in ("--enable-dp-attention", "--dp-size"):  # every release from 0.3.6 (0.1.x-0.3.5 predate DP)
         first, last = flag_history("sglang")[option]
-        assert first == available("sglang")[0] and last == available("sglang")[-1]
+        assert version_key(first) <= version_key("0.3.6") and last == available("sglang")[-1]
     assert parse_command("python -m sglang.launch_server --model-path m --tp-size 8",
                          engine_version="0.5.23").catalog.resolve("--attn-dp-size") is not None
 
@@ -250,8 +251,8 @@ def test_a_default_that_changed_is_hedged_when_the_version_is_unknown() -> None:
 
     unknown = launch_facts(parse_command("vllm serve m"))
     mem = unknown.fact("launch.mem_fraction")
-    assert mem.value == 0.92 and "older releases differ (0.6.0–0.19.1: 0.9)" in mem.source
-    assert "0.6.0–0.6.4.post1: false" in unknown.fact("launch.prefix_caching").source
+    assert mem.value == 0.92 and "older releases differ (0.2.0–0.19.1: 0.9)" in mem.source
+    assert "0.4.0–0.6.4.post1: false" in unknown.fact("launch.prefix_caching").source
     old = launch_facts(parse_command("vllm serve m", engine_version="0.19.1")).fact("launch.mem_fraction")
     assert old.value == 0.9 and old.source == "default of vllm 0.19.1"
     known = launch_facts(parse_command("vllm serve m", engine_version="0.33.0")).fact("launch.mem_fraction")

@@ -49,7 +49,7 @@ def test_the_demo_servers_parser_is_what_vllm_033_printed() -> None:
     demo = load_catalog("vllm", "0.3.3").for_launcher(DEMO)
     assert demo.launcher == DEMO and demo.parser["launchers"][DEMO]["entry"].startswith("vllm/entrypoints/api_server.py")
     usage = re.findall(r"\[(--[\w-]+)(?: \{([^}]*)\}| [A-Z_]+)?\]", VLLM_033_DEMO_USAGE)
-    assert len(usage) == 31
+    assert len(usage) == VLLM_033_DEMO_USAGE.count("[--")
     for option, choices in usage:
         spec = demo.resolve(option)
         assert spec is not None and option in spec.options, option
@@ -104,11 +104,13 @@ def test_a_flag_that_never_existed_is_unknown_on_its_release() -> None:
     assert cmd.get("quantization") == "awq" and cmd.get("served_model_name") == "gpt-4"
 
 
-def test_vllm_serve_did_not_exist_before_0_5_1() -> None:
-    assert load_catalog("vllm", "0.4.3").parser["prog"] == f"python -m {OPENAI}"
-    assert load_catalog("vllm", "0.5.1").parser["prog"] == "vllm serve"
-    cmd = parse_command("vllm serve facebook/opt-125m --max-model-len 2048", engine_version="0.4.3")
-    assert "`vllm serve` does not exist in vllm 0.4.3" in cmd.notes
+def test_vllm_serve_did_not_exist_before_0_5_2() -> None:
+    """vllm/scripts.py (the `vllm` command) is in the wheels from 0.5.2 on."""
+    assert load_catalog("vllm", "0.5.1").parser["prog"] == f"python -m {OPENAI}"
+    assert load_catalog("vllm", "0.5.2").parser["prog"] == "vllm serve"
+    assert "model_tag" in load_catalog("vllm", "0.5.2").parser["launchers"]["vllm serve"]["positionals"]
+    cmd = parse_command("vllm serve facebook/opt-125m --max-model-len 2048", engine_version="0.5.1")
+    assert "`vllm serve` does not exist in vllm 0.5.1" in cmd.notes
 
 
 @pytest.mark.parametrize("version", ["0.1.12", "0.1.13", "0.1.14"])

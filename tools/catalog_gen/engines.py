@@ -271,7 +271,7 @@ def _vllm_get_kwargs(interp: Interp, args: list[Any], kwargs: dict[str, Any]) ->
 
 
 def _vllm_serve_parser(src: WheelSource, interp: Interp) -> tuple[ParserSink, str, dict[str, Any]] | None:
-    """The parser `vllm serve` uses: ServeSubcommand.subparser_init, else (vLLM 0.5.1–0.7.2, ``vllm/scripts.py``)
+    """The parser `vllm serve` uses: ServeSubcommand.subparser_init, else (vLLM 0.5.2–0.7.2, ``vllm/scripts.py``)
     make_arg_parser on the subparser; None before `vllm serve` existed."""
     serve = interp.module("vllm.entrypoints.cli.serve")
     cls = serve.get("ServeSubcommand") if isinstance(serve, ModuleObj) else None

@@ -3,7 +3,7 @@
 One release ships several ways to start a server, and they did not always take the same flags: vLLM's demo
 server ``vllm.entrypoints.api_server`` builds its parser from ``--host``/``--port``/SSL options plus the engine
 arguments only, so it never had the OpenAI server's ``--chat-template`` or ``--lora-modules``; before
-``vllm serve`` existed (vLLM < 0.5.1) the OpenAI server's ``__main__`` block was the parser. A command from a
+``vllm serve`` existed (vLLM < 0.5.2) the OpenAI server's ``__main__`` block was the parser. A command from a
 2023 thread must be read by the parser of the launcher it used.
 
 The reader runs the module's ``if __name__ == "__main__":`` statements in the interpreter, up to and including
