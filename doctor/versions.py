@@ -124,3 +124,8 @@ def release_rule(path: Path, topic: str, engine: str, version: str | None) -> Ru
     """The rule of ``topic`` in ``path`` for this engine release (the newest rule when the version is unknown or
     not a version number: a rule hedges rather than refuses)."""
     return rule_for(load_rules(path).get(topic, {}).get(engine) or (), version if release(version) else None)
+
+
+def orderable_version(version: Any) -> str | None:
+    """``version`` as text when it can be ordered (release rules compare it), else None ("latest", "nightly")."""
+    return str(version) if version and version_key(version) is not None else None
