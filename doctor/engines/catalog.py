@@ -244,11 +244,12 @@ class Catalog:
         read = self.parser.get("launchers") or {}
         if launcher not in read or not any(f.launchers for f in self.flags):
             return self
-        flags = tuple(f for f in self.flags if f.launchers is None or launcher in f.launchers)
+        flags, (by_option, by_dest) = _launcher_flags(self.engine, self.version, launcher)
         return Catalog(engine=self.engine, version=self.version, requested_version=self.requested_version,
                        note=self.note, header=self.header, parser=self.parser, flags=flags,
                        tool_parsers=self.tool_parsers, reasoning_parsers=self.reasoning_parsers,
-                       metrics=self.metrics, defaults=self.defaults, coverage=self.coverage, launcher=launcher)
+                       metrics=self.metrics, defaults=self.defaults, coverage=self.coverage, launcher=launcher,
+                       _by_option=by_option, _by_dest=by_dest)
 
     def everywhere(self) -> Catalog:
         """The release's catalog with every launcher's flags (undoes ``for_launcher``)."""
@@ -446,6 +447,13 @@ def _index(flags: tuple[FlagSpec, ...]) -> tuple[dict[str, FlagSpec], dict[str, 
 @cache
 def _indexes(engine: str, version: str) -> tuple[dict[str, FlagSpec], dict[str, FlagSpec]]:
     return _index(_flag_specs(engine, version))
+
+
+@cache
+def _launcher_flags(engine: str, version: str, launcher: str) -> tuple[tuple[FlagSpec, ...], tuple[dict, dict]]:
+    """One launcher's flags of a release, indexed once per run (Catalog.for_launcher)."""
+    flags = tuple(f for f in _flag_specs(engine, version) if f.launchers is None or launcher in f.launchers)
+    return flags, _index(flags)
 
 
 @cache
