@@ -206,9 +206,11 @@ def derive_quantization_match(facts: Facts) -> None:
     if "launch.quantization" not in facts:
         return
     given = facts.get("launch.quantization")
+    if given is not None:
+        facts.set("launch.quantization_undetected", False, f"--quantization {given} is given")
+    elif _quantization_undetected(facts):
+        return
     if given is None:
-        if _quantization_undetected(facts):
-            return
         facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
         return
     if "model.quantization" not in facts:
@@ -230,14 +232,24 @@ def derive_quantization_match(facts: Facts) -> None:
 def _quantization_undetected(facts: Facts) -> bool:
     """A quantized checkpoint without --quantization on a release that does not read the checkpoint's method
     (doctor/engines/release_rules.yaml quantization_from_checkpoint): it loads as unquantized. Sets
-    launch.quantization_undetected and says so; False when the release detects it, or nothing is known."""
-    engine, version, checkpoint = facts.get("launch.engine"), facts.get("launch.version"), facts.get("model.quantization")
-    if engine not in ("vllm", "sglang") or version is None or not checkpoint or facts.get("model.same_checkpoint") is False:
-        return False
+    launch.quantization_undetected wherever that is decided — False on a release that reads the checkpoint (the
+    newest when the version is unknown), for an unquantized checkpoint, or for another checkpoint's config — and
+    returns it; left unknown only on a release that does not read it, with the checkpoint unknown."""
     from doctor.engines.release_rules import rule
 
-    found = rule("quantization_from_checkpoint", engine, str(version))
+    engine, version, checkpoint = facts.get("launch.engine"), facts.get("launch.version"), facts.get("model.quantization")
+    if engine not in ("vllm", "sglang"):
+        return False
+    found = rule("quantization_from_checkpoint", engine, str(version) if version else None)
     if found is None or found.values.get("detects") is not False:
+        facts.set("launch.quantization_undetected", False,
+                  f"{engine} {version or '(newest)'} takes the method from the checkpoint's config"
+                  + (f" ({found.evidence})" if found is not None else " (no release rule says otherwise)"))
+        return False
+    if "model.quantization" not in facts or facts.get("model.same_checkpoint") is False:
+        return False  # the checkpoint is not known: undecided
+    if not checkpoint:
+        facts.set("launch.quantization_undetected", False, "the checkpoint is not quantized (no quantization_config)")
         return False
     facts.set("launch.quantization_undetected", True,
               f"derived: a {checkpoint} checkpoint, no --quantization, on {engine} {version} ({found.evidence})")
