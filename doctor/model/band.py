@@ -85,6 +85,12 @@ class Band:
 
 def band_for(stratum: dict[str, str]) -> Band:
     """The band of a prediction in ``stratum``: narrowed stratum by stratum while ``MIN_RUNS`` runs remain."""
+    return _band(tuple(stratum.get(key, "unknown") for key in STRATA))
+
+
+@lru_cache(maxsize=256)
+def _band(values: tuple[str, ...]) -> Band:
+    stratum = dict(zip(STRATA, values, strict=True))
     runs = [r for r in record() if r["engine"] == stratum["engine"]]
     if not runs:
         return Band(None, 0, (), f"none on {_LABELS.get(stratum['engine'], stratum['engine'])}")
