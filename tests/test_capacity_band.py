@@ -62,3 +62,18 @@ def test_plan_and_inspect_carry_the_band() -> None:
     assert f"tokens per KV pool × 1 pools ({band['text']})" in text
     inspect = json.loads(run_cli("inspect", config, "--gpu-mem", "80G", "--format", "json").stdout)
     assert inspect["capacity"]["band"]["runs"] >= 5
+
+
+@requires_shared
+def test_the_cuda_graph_estimate_follows_enforce_eager() -> None:
+    """vLLM ≥ 0.21 takes its CUDA graph estimate off the KV pool (engine_memory.yaml cudagraph_pool); with
+    --enforce-eager there are no graphs, so `check` reserves 0.84 GiB less per GPU."""
+    config = str(SHARED_FIXTURES / "configs" / "meta-llama__Meta-Llama-3.1-8B.json")
+
+    def reserved(*extra: str) -> int:
+        result = run_cli("check", "--format", "json", "--config", config, "--gpu", "H100", "--engine-version",
+                         "0.33.0", "--command", " ".join(["vllm serve meta-llama/Llama-3.1-8B", *extra]))
+        assert result.returncode in (0, 1), result.stderr
+        return json.loads(result.stdout)["facts"]["engine.non_kv_bytes_per_gpu"]["value"]
+
+    assert reserved() - reserved("--enforce-eager") == int(0.84 * 2**30)

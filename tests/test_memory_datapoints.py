@@ -157,7 +157,8 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           max_num_seqs=flags.get("max_num_seqs"),
                           max_model_len=flags.get("max_model_len") or flags.get("context_length"),
                           gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
-                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
+                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
+                          enforce_eager=bool(flags.get("enforce_eager")))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
     if "gpu_blocks" not in logged and "tokens" not in logged:
@@ -312,6 +313,16 @@ def test_cuda_graph_memory_follows_the_release() -> None:
     assert old is not None and new is not None
     assert "captured after the KV pool is sized" in old.source
     assert "takes its measured CUDA graph memory off the KV pool" in new.source
+    assert old.cudagraphs == 0 and new.cudagraphs == int(0.84 * GIB) and new.total == old_total(new) + new.cudagraphs
+    eager = non_kv_bytes(card, "vllm", "0.33.0", enforce_eager=True)
+    assert eager is not None and eager.cudagraphs == 0 and "--enforce-eager" in eager.source
+
+
+def old_total(found: Any) -> int:
+    """A NonKV's total without its CUDA graph term."""
+    from dataclasses import replace
+
+    return replace(found, cudagraphs=0).total
 
 
 @requires_shared
