@@ -40,9 +40,16 @@ def rows() -> list[dict[str, object]]:
         result = next(r for r in record.evaluate(point) if r.check == "full")
         gpu = record._gpu(point)
         quant = point["flags"].get("quantization") or facts.get("model.quantization")
-        out.append({"id": point["id"], "batch": point.get("batch", 1),
-                    **stratum_of(point["engine"], gpu.sm, facts.get("model.moe"), facts.get("model.attention"), quant),
-                    "error": round(result.error, 4)})
+        row = {"id": point["id"], "batch": point.get("batch", 1),
+               **stratum_of(point["engine"], gpu.sm, facts.get("model.moe"), facts.get("model.attention"), quant),
+               "error": round(result.error, 4)}
+        logged = point["logged"].get("weights_gib")
+        if logged:  # the weights the engine logged: the record of the weights estimate (model-does-not-fit)
+            from doctor.model.fit import weights_per_gpu
+
+            predicted = (weights_per_gpu(facts, record._layout(point)) or 0) / record.GIB
+            row["weights_error"] = round((predicted - logged) / logged, 4)
+        out.append(row)
     return out
 
 
@@ -65,8 +72,8 @@ def table(runs: list[dict[str, object]]) -> str:
     lines = ["| stratum | value | n | within ±15 % | median abs. error | 90th pct abs. error |",
              "|---|---|---:|---:|---:|---:|"]
 
-    def row(title: str, value: str, some: list[dict[str, object]]) -> None:
-        errors = [abs(float(r["error"])) for r in some]  # type: ignore[arg-type]
+    def row(title: str, value: str, some: list[dict[str, object]], field: str = "error") -> None:
+        errors = [abs(float(r[field])) for r in some]  # type: ignore[arg-type]
         within = sum(e <= tolerance for e in errors)
         lines.append(f"| {title} | {value} | {len(errors)} | {within} ({within / len(errors):.0%}) | "
                      f"{statistics.median(errors):.1%} | {percentile(errors, 0.9):.1%} |")
@@ -76,6 +83,8 @@ def table(runs: list[dict[str, object]]) -> str:
         values = sorted({str(r[key]) for r in runs}, key=lambda v: (-sum(r[key] == v for r in runs), v))
         for value in values:
             row(_TITLES[key], _LABELS.get(value, value), [r for r in runs if r[key] == value])
+    row("weights (predicted vs logged)", "all", [r for r in runs if r.get("weights_error") is not None],
+        "weights_error")
     return "\n".join(lines)
 
 

@@ -107,6 +107,22 @@ def _band(values: tuple[str, ...]) -> Band:
     return Band(percentile([abs(r["error"]) for r in runs], 0.9), len(runs), tuple(matched), thin)
 
 
+@lru_cache(maxsize=32)
+def weights_band(quantization: str) -> Band:
+    """The band of a predicted weights size: the 90th-percentile error of the record's runs whose log gives the
+    weights ("Loading model weights took N GiB"), those of the quantization when ``MIN_RUNS`` of them remain."""
+    runs = [r for r in record() if r.get("weights_error") is not None]
+    if not runs:
+        return Band(None, 0, (), "no logged weights")
+    matched, thin = ("logged weights",), ""
+    narrower = [r for r in runs if r["quantization"] == quantization]
+    if len(narrower) >= MIN_RUNS:
+        runs, matched = narrower, (*matched, quantization)
+    else:
+        thin = (f"only {len(narrower)} on " if narrower else "none yet on ") + quantization
+    return Band(percentile([abs(r["weights_error"]) for r in runs], 0.9), len(runs), matched, thin)
+
+
 def band_from_facts(facts: Any) -> Band:
     """The band of the capacity the facts predict (launch engine, GPU, model)."""
     return band_for(stratum_of(facts.get("launch.engine"), facts.get("gpu.sm"), facts.get("model.moe"),
@@ -121,16 +137,20 @@ def band_from_card(card: Any, engine: str, sm: int | None, quantization: str | N
     return band_for(stratum_of(engine, sm, card.moe is not None, card.attention, quant))
 
 
+#: The engines' own account of the weights, the measurement that settles a borderline "does not fit".
+WEIGHTS_SETTLED_BY = {"vllm": 'the "Loading model weights took N GiB" (or "Model loading took") line vLLM logs',
+                      "sglang": 'the "Load weight end. … mem usage=N GB" line SGLang logs'}
 #: The engines' own account of the pool, the measurement that settles a borderline prediction.
 SETTLED_BY = {"vllm": 'the "GPU KV cache size: N tokens" line vLLM logs at start-up',
               "sglang": 'the "KV Cache is allocated. #tokens: N" line SGLang logs at start-up'}
 
 
-def margin_note(margin: float, band: Band, engine: str | None, what: str, *, measured: bool = False) -> str:
+def margin_note(margin: float, band: Band, engine: str | None, what: str, *, measured: bool = False,
+                settled_by: dict[str, str] = SETTLED_BY) -> str:
     """How sure a verdict resting on a predicted capacity is: ``margin`` (a share) against the band. ``measured``:
     the engine's own count is already the other side, so a borderline case doubts the prediction."""
     settle = ("the measured side stands; the prediction, not the server, may be what is off" if measured else
-              SETTLED_BY.get(str(engine), " or ".join(SETTLED_BY.values())) + " settles it")
+              settled_by.get(str(engine), " or ".join(settled_by.values())) + " settles it")
     if band.error is None:
         return (f" The {what} margin is {margin:.0%}, and the memory model's record has no comparable runs: "
                 f"{settle}.")

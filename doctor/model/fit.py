@@ -186,6 +186,8 @@ def derive_fit(facts: Facts) -> None:
     if result.weights_per_gpu_bytes is not None:
         facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
         facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
+        if not result.weights_fit:
+            _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
         facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
                   "derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
                   "derived: usable − weights per GPU")
@@ -210,6 +212,17 @@ def _derive_band(facts: Facts) -> None:
     if band.error is not None:
         facts.set("fit.kv_tokens_band", band.error, source)
     facts.set("fit.kv_tokens_band_text", band.text(), source)
+
+
+def _derive_weights_margin(facts: Facts, weights: float, usable: float) -> None:
+    """fit.weights_margin_note: whether "the weights do not fit" is decided by more than the weights' band."""
+    from doctor.model.band import WEIGHTS_SETTLED_BY, margin_note, weights_band
+
+    quant = str(facts.get("launch.quantization") or facts.get("model.quantization") or "16-bit")
+    note = margin_note((weights - usable) / weights, weights_band(quant), facts.get("launch.engine"), "weights",
+                       settled_by=WEIGHTS_SETTLED_BY)
+    facts.set("fit.weights_margin_note", note, "derived: (weights − usable) / weights against the record's "
+              "weights band (doctor/model/capacity_record.json)")
 
 
 def _derive_max_len_margin(facts: Facts) -> None:
