@@ -172,3 +172,30 @@ def test_a_derived_engine_limit_names_its_cause() -> None:
                                "--engine-version", "0.8.1", "--config", str(DEEPSEEK_R1), "--symptom", "low-cache-hit",
                                "--format", "json").stdout)
     assert "mla-prefix-caching-disabled" not in {f["id"] for f in later["findings"]}
+
+
+def test_confidence_follows_how_a_fact_was_learnt(tmp_path: Path) -> None:
+    """A guessed fact (a model's name read with no config.json) makes a finding low; the words of its source do
+    not: confidence follows `learnt`, and a snapshot keeps it."""
+    from doctor.facts import Facts
+    from doctor.model.names import name_facts
+    from doctor.playbook.engine import diagnose
+
+    (tmp_path / "causes").mkdir()
+    (tmp_path / "causes" / "awq-here.yaml").write_text(
+        "id: awq-here\ntitle: AWQ\nseverity: info\nwhat: w\nwhy: y\nfix: {any: f}\nref: ours\n")
+    (tmp_path / "awq.yaml").write_text(
+        "symptom: awq\ntitle: t\ntree:\n  - when: {fact: model.quantization, op: eq, value: awq}\n    cause: awq-here\n")
+    pbset = load_playbooks([tmp_path], builtin=False)
+
+    def confidence(facts: Facts) -> str:
+        [finding] = diagnose(pbset, facts, ["awq"]).findings
+        return finding.confidence
+
+    guessed = name_facts("TheBloke/Llama-2-7B-AWQ")
+    assert guessed.fact("model.quantization").learnt == "guessed"
+    assert confidence(guessed) == "low"
+    assert confidence(Facts.from_dict(guessed.to_dict())) == "low"  # a replayed snapshot says the same
+    configured = Facts()
+    configured.set("model.quantization", "awq", "config.json quantization_config (read, not from the model name)")
+    assert confidence(configured) == "medium"

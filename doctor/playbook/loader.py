@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +88,9 @@ class PlaybookSet:
     #: per registry namespace: its title and notes (docs/facts.md)
     fact_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def registry(self) -> Registry:
-        """The fact registry these playbooks were checked against."""
+        """The fact registry these playbooks were checked against (read once all of it is loaded)."""
         return Registry(self.facts)
 
     def find(self, symptom: str) -> Playbook | None:
