@@ -199,3 +199,37 @@ def test_confidence_follows_how_a_fact_was_learnt(tmp_path: Path) -> None:
     configured = Facts()
     configured.set("model.quantization", "awq", "config.json quantization_config (read, not from the model name)")
     assert confidence(configured) == "medium"
+
+
+def test_validate_runs_the_users_cause_cases(tmp_path: Path) -> None:
+    """A user's cause file carries cases like a built-in one; `playbook validate` runs them."""
+    mine = _user_cause(tmp_path / "mine")
+    path = mine / "causes" / "gpu-blocks-overridden-to-zero.yaml"
+    good = ("cases:  # scenario facts written for the tests, not captures of a real deployment\n"
+            "  - symptom: launch-failure\n"
+            "    facts: {log.causes: [gpu-blocks-overridden-to-zero], log.seen.gpu_blocks_overridden_to_zero: x}\n"
+            "    evidence: [log.causes]\n"
+            "    negative: {log.causes: []}\n")
+    path.write_text(path.read_text() + good)
+    assert run_cli("playbook", "validate", str(mine)).returncode == 0
+    path.write_text(path.read_text().replace("negative: {log.causes: []}",
+                                             "negative: {log.started: true}"))
+    result = run_cli("playbook", "validate", str(mine))
+    assert result.returncode == 2
+    assert f"{path}:1: case 1: the negative case still leads to gpu-blocks-overridden-to-zero" in result.stderr
+
+
+def test_a_one_file_causes_catalog_is_refused_with_the_new_layout_named(tmp_path: Path) -> None:
+    (tmp_path / "causes.yaml").write_text("causes:\n  mine:\n    title: t\n")
+    result = run_cli("playbook", "validate", str(tmp_path))
+    assert result.returncode == 2
+    assert f"{tmp_path / 'causes.yaml'}: causes now live one per file, as {tmp_path / 'causes'}/<cause-id>.yaml" \
+        in result.stderr
+
+
+def test_log_nodes_are_generated_with_the_precedence_their_files_state() -> None:
+    tree = load_playbooks().playbooks["launch-failure"].tree
+    [oom] = [node for node in tree if node.get("cause") == "startup-out-of-memory"]
+    assert {"fact": "log.causes", "op": "not_contains", "value": "cuda-graph-capture-oom"} in oom["when"]["all"]
+    assert {"fact": "log.started", "op": "is_false"} in oom["when"]["all"]
+    assert not any("generate" in node for node in tree)  # the marker is replaced by the nodes
