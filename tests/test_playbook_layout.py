@@ -233,3 +233,32 @@ def test_log_nodes_are_generated_with_the_precedence_their_files_state() -> None
     assert {"fact": "log.causes", "op": "not_contains", "value": "cuda-graph-capture-oom"} in oom["when"]["all"]
     assert {"fact": "log.started", "op": "is_false"} in oom["when"]["all"]
     assert not any("generate" in node for node in tree)  # the marker is replaced by the nodes
+
+
+def test_fact_names_in_the_code_data_files_are_registered() -> None:
+    """The engine and probe data (semantics.yaml, server_fields.yaml, promql.yaml, ...) name facts too: each
+    string there that reads as a fact key is a registered one."""
+    import re
+
+    import yaml
+
+    registry = load_playbooks().registry
+    key = re.compile(r"^(model|launch|engine|expect|gpu|metrics|server|process|capacity|log|fit|workload|active)"
+                     r"\.[a-z0-9_]+(\.[A-Za-z0-9_]+)*$")
+
+    def names(obj: object):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                yield from names(k)
+                yield from names(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from names(v)
+        elif isinstance(obj, str) and key.match(obj):
+            yield obj
+
+    files = sorted((ROOT / "doctor").rglob("*.yaml"))
+    assert len(files) > 5
+    unknown = sorted({f"{path.relative_to(ROOT)}: {name}" for path in files
+                      for name in names(yaml.safe_load(path.read_text())) if registry.spec(name) is None})
+    assert unknown == []
