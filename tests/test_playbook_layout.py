@@ -262,3 +262,12 @@ def test_fact_names_in_the_code_data_files_are_registered() -> None:
     unknown = sorted({f"{path.relative_to(ROOT)}: {name}" for path in files
                       for name in names(yaml.safe_load(path.read_text())) if registry.spec(name) is None})
     assert unknown == []
+
+
+def test_every_producer_is_a_module_of_the_package() -> None:
+    """A registry entry names the module that sets the fact (dotted, under doctor/): it must exist, so a module
+    move updates the registry with it."""
+    missing = sorted({spec.producer for spec in load_playbooks().facts.values()
+                      if not (ROOT / "doctor" / spec.producer.replace(".", "/")).with_suffix(".py").is_file()
+                      and not (ROOT / "doctor" / spec.producer.replace(".", "/")).is_dir()})
+    assert missing == []
