@@ -49,6 +49,7 @@ def derive_all(facts: Facts) -> Facts:
     derive_capacity(facts)
     derive_kv_override(facts)
     derive_mem_fraction_picked(facts)
+    derive_missing_workers(facts)
     return facts
 
 
@@ -384,3 +385,33 @@ def derive_mem_fraction_picked(facts: Facts) -> None:
     why = ("the launch command gives no --mem-fraction-static: SGLang resolved it at start-up"
            if picked else f"given or a fixed default ({fraction.source})")
     facts.set("launch.mem_fraction_picked_by_engine", picked, f"derived: {why}")
+
+
+def derive_missing_workers(facts: Facts) -> None:
+    """process.expected_workers and process.missing_workers: one worker process per rank the launch command
+    asks for (TP × PP, per data-parallel replica), against the rank workers alive in the server's process tree.
+
+    SGLang starts one scheduler process per rank even at TP 1 (scheduler.py:6294); vLLM runs a single-rank
+    engine inside its engine-core process on a GPU (the uniprocessor executor), so its workers are counted only
+    from TP × PP = 2 on (multiproc_executor.py). A deployment spread over several nodes has ranks this host
+    cannot see: nothing is derived for it.
+    """
+    workers, engine = facts.get("process.workers"), facts.get("launch.engine")
+    if not isinstance(workers, int) or engine not in ("vllm", "sglang"):
+        return
+    if any(_number(facts.get(k)) > 1 for k in ("launch.flags.nnodes", "launch.flags.data_parallel_size_local")):
+        return
+    tp, pp, dp = (_number(facts.get(k)) or 1 for k in ("launch.tp", "launch.pp", "launch.dp"))
+    if engine == "vllm" and tp * pp < 2:
+        return
+    if engine == "sglang" and facts.get("launch.flags.enable_dp_attention") is True:
+        dp = 1  # DP attention splits the TP ranks: the schedulers are TP × PP
+    expected = tp * pp * dp
+    source = (f"derived: launch.tp {tp} × launch.pp {pp} × launch.dp {dp} rank workers expected, "
+              f"{workers} alive in the process tree")
+    facts.set("process.expected_workers", expected, source)
+    facts.set("process.missing_workers", max(0, expected - workers), source)
+
+
+def _number(value: object) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0

@@ -20,6 +20,8 @@ from doctor.errors import InputError
 from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
 
 CAUSES_FILE = "causes.yaml"
+#: One file per cause, ``causes/<cause-id>.yaml`` (the knowledge layout of issue 20), beside the trees.
+CAUSES_DIR = "causes"
 TRAPS_FILE = "traps.yaml"
 #: Top-level fact namespaces a condition may read (docs/facts.md); a typo here would make a node unknown forever.
 NAMESPACES = ("model", "launch", "engine", "expect", "gpu", "metrics", "server", "capacity", "fit", "workload",
@@ -117,7 +119,8 @@ def _load_builtin() -> PlaybookSet:
                 "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps]}
 
     # the loader's own file is a source too: its dataclasses decide the shape of the cached data
-    data = cached("playbooks", [*_playbook_files(builtin_dir()), Path(__file__)], build)
+    data = cached("playbooks", [*_playbook_files(builtin_dir()), *_cause_files(builtin_dir()), Path(__file__)],
+                  build)
     return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
                        causes={c["id"]: Cause(**{**c, "evidence": tuple(c["evidence"]),
                                                  "log_signatures": tuple(c["log_signatures"])})
@@ -127,6 +130,10 @@ def _load_builtin() -> PlaybookSet:
 
 def _playbook_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+
+
+def _cause_files(directory: Path) -> list[Path]:
+    return sorted((directory / CAUSES_DIR).glob("*.yaml"))
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:
@@ -146,6 +153,11 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
         files = _playbook_files(directory)
         if not files:
             errors.append(f"{directory}: no *.yaml playbooks in it")
+        for path in _cause_files(directory):  # before the trees, which name them
+            try:
+                _load_cause_file(path, pbset, errors, schema=schema)
+            except InputError as exc:
+                errors.append(str(exc))
         # Causes first, so trees in the same directory can name causes defined beside them.
         for path in sorted(files, key=lambda p: (p.name != CAUSES_FILE, p.name != TRAPS_FILE, p.name)):
             try:
@@ -171,23 +183,8 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
             return
     if kind == "causes":
         for cause_id, body in data["causes"].items():
-            where = f"{path}:{line_of(node, ['causes', cause_id])}"
-            if cause_id in pbset.causes:
-                errors.append(f"{where}: cause '{cause_id}' is already defined in {pbset.causes[cause_id].source}")
-                continue
-            pbset.causes[cause_id] = Cause(
-                id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
-                why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
-                evidence=tuple(body.get("evidence", ())),
-                source=where, log_signatures=tuple(body.get("log_signatures", ())),
-                behaviour=dict(body.get("behaviour") or {}),
-            )
-            for index, sig in enumerate(body.get("log_signatures", ())):
-                try:
-                    re.compile(sig["pattern"])
-                except re.error as exc:
-                    errors.append(f"{path}:{line_of(node, ['causes', cause_id, 'log_signatures', index])}: "
-                                  f"log_signatures pattern: not a valid regular expression: {exc}")
+            _add_cause(pbset, errors, cause_id, body,
+                       lambda keys, c=cause_id: f"{path}:{line_of(node, ['causes', c, *keys])}")
     elif kind == "traps":
         for item in data["traps"]:
             pbset.traps.append(Trap(item["id"], item["metric"], item.get("engine", "any"), item["why"].strip(),
@@ -210,6 +207,47 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
             symptom=symptom, title=data["title"], tree=data["tree"], description=data.get("description", "").strip(),
             aliases=tuple(data.get("aliases", ())), applies_when=data.get("applies_when"), source=str(path),
         )
+
+
+def _load_cause_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: bool = True) -> None:
+    """``causes/<id>.yaml``: one cause, its id the file's name; ``cases`` (facts in, verdict out) are the test
+    suite's, not the run's."""
+    from doctor.inio import read_capped
+
+    data, node = load_yaml(read_capped(path, limit=MAX_YAML_BYTES, label=str(path)), str(path))
+    if not isinstance(data, dict) or data.get("id") != path.stem:
+        errors.append(f"{path}:1: id: must be the file's name '{path.stem}'")
+        return
+    body = {k: v for k, v in data.items() if k not in ("id", "cases")}
+    if schema:
+        from doctor.playbook.schema import CAUSES_SCHEMA
+
+        # the catalog's schema, for the one cause: {"causes": {id: body}} is the catalog of one
+        problems = _schema_errors({"causes": {path.stem: body}}, CAUSES_SCHEMA, None, path)
+        if problems:
+            errors.extend(p.replace(f"{path}:None: causes.{path.stem}.", f"{path}: ") for p in problems)
+            return
+    _add_cause(pbset, errors, path.stem, body, lambda keys: f"{path}:{line_of(node, list(keys))}")
+
+
+def _add_cause(pbset: PlaybookSet, errors: list[str], cause_id: str, body: dict[str, Any], where: Any) -> None:
+    """One cause into the set; ``where(keys)`` names the file and line of a key inside it."""
+    if cause_id in pbset.causes:
+        errors.append(f"{where([])}: cause '{cause_id}' is already defined in {pbset.causes[cause_id].source}")
+        return
+    pbset.causes[cause_id] = Cause(
+        id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
+        why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
+        evidence=tuple(body.get("evidence", ())),
+        source=where([]), log_signatures=tuple(body.get("log_signatures", ())),
+        behaviour=dict(body.get("behaviour") or {}),
+    )
+    for index, sig in enumerate(body.get("log_signatures", ())):
+        try:
+            re.compile(sig["pattern"])
+        except re.error as exc:
+            errors.append(f"{where(['log_signatures', index])}: log_signatures pattern: not a valid regular "
+                          f"expression: {exc}")
 
 
 def _schema_errors(data: Any, rules: dict[str, Any], node: Any, path: Path) -> list[str]:
