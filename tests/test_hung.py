@@ -86,7 +86,7 @@ def test_a_zombie_child_is_named_dead():
             facts = _process_facts(parent.pid)
         assert len(facts.get("process.zombies")) == 1
         ids = [f["id"] for f in diagnose(load_playbooks(), facts, ()).to_dict()["findings"]]
-        assert "engine-worker-dead" in ids
+        assert "engine-process-zombie" in ids
     finally:
         parent.kill()
         parent.wait()

@@ -68,5 +68,5 @@ def test_killed_detokenizer_leaves_a_zombie_that_check_names(server: Server) -> 
     elapsed, doc = timed_check("--endpoint", server.endpoint)
     assert states.get(detok) == "Z", states
     assert elapsed < 15
-    found = findings(doc)["engine-worker-dead"]
+    found = findings(doc)["engine-process-zombie"]
     assert f"pid {detok}" in found["what"], found["what"]
