@@ -32,6 +32,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 def derive_all(facts: Facts) -> Facts:
     derive_from_log(facts)
+    derive_xid_events(facts)
     derive_engine_name(facts)
     derive_gpu_balance(facts)
     derive_device(facts)
@@ -50,6 +51,7 @@ def derive_all(facts: Facts) -> Facts:
     derive_kv_override(facts)
     derive_mem_fraction_picked(facts)
     derive_missing_workers(facts)
+    derive_gpu_shortfall(facts)
     return facts
 
 
@@ -121,6 +123,38 @@ def derive_no_tool_parser_effect(facts: Facts) -> None:
 #: as the /metrics facts they equal; a scrape, when there is one, wins.
 _LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usage": "metrics.kv_usage",
               "prefix_hit_rate": "metrics.prefix_hit_rate"}
+
+
+def derive_xid_events(facts: Facts) -> None:
+    """gpu.xid_events: the Xid events of the kernel log (log.xid_events) and of NVML's event wait
+    (gpu.xid_live), one list for the trees (doctor/hardware/xid.py explains each)."""
+    found = [(k, facts.fact(k)) for k in ("gpu.xid_live", "log.xid_events")]
+    events = [e for _, f in found if f is not None and isinstance(f.value, list) for e in f.value]
+    if events:
+        sources = " + ".join(f.source for _, f in found if f is not None)
+        facts.set("gpu.xid_events", events, f"derived: {sources}", observed=True)
+        facts.set("gpu.xid_explains", sorted({s for e in events for s in e.get("explains") or ()}),
+                  "derived: the symptoms doctor/hardware/xid.yaml says these Xid codes cause", observed=True)
+
+
+def derive_gpu_shortfall(facts: Facts) -> None:
+    """gpu.needed: the GPUs the launch command asks for on this node (TP × PP × DP, where the server runs on one
+    node), and gpu.short_by when fewer are present (NVML or nvidia-smi count, CUDA_VISIBLE_DEVICES applied)."""
+    count, engine = facts.get("gpu.count"), facts.get("launch.engine")
+    if not isinstance(count, int) or engine not in ("vllm", "sglang"):
+        return
+    if any(_number(facts.get(k)) > 1 for k in ("launch.flags.nnodes", "launch.flags.data_parallel_size_local")):
+        return
+    tp, pp, dp = (_number(facts.get(k)) or 1 for k in ("launch.tp", "launch.pp", "launch.dp"))
+    if engine == "sglang" and facts.get("launch.flags.enable_dp_attention") is True:
+        dp = 1
+    visible = facts.get("launch.env.CUDA_VISIBLE_DEVICES")
+    if isinstance(visible, str) and visible.strip():
+        count = min(count, len([d for d in visible.split(",") if d.strip()]))
+    needed = tp * pp * dp
+    source = f"derived: launch.tp {tp} × launch.pp {pp} × launch.dp {dp} against {count} GPU(s) visible"
+    facts.set("gpu.needed", needed, source)
+    facts.set("gpu.short_by", max(0, needed - count), source)
 
 
 def derive_from_log(facts: Facts) -> None:
@@ -387,9 +421,15 @@ def derive_mem_fraction_picked(facts: Facts) -> None:
     facts.set("launch.mem_fraction_picked_by_engine", picked, f"derived: {why}")
 
 
+#: The processes every server of an engine runs, whatever its flags: vLLM's engine core below the API server
+#: (vllm/v1/engine/core.py:1411), SGLang's scheduler and detokenizer below the HTTP server
+#: (scheduler.py:6294, detokenizer_manager.py:551; 0.5.23).
+REQUIRED_ROLES = {"vllm": ("engine-core",), "sglang": ("worker", "detokenizer")}
+
+
 def derive_missing_workers(facts: Facts) -> None:
-    """process.expected_workers and process.missing_workers: one worker process per rank the launch command
-    asks for (TP × PP, per data-parallel replica), against the rank workers alive in the server's process tree.
+    """process.missing_roles (REQUIRED_ROLES not in the tree), process.expected_workers and
+    process.missing_workers: one worker process per rank the launch command asks for (TP × PP, per data-parallel replica), against the rank workers alive in the server's process tree.
 
     SGLang starts one scheduler process per rank even at TP 1 (scheduler.py:6294); vLLM runs a single-rank
     engine inside its engine-core process on a GPU (the uniprocessor executor), so its workers are counted only
@@ -399,6 +439,10 @@ def derive_missing_workers(facts: Facts) -> None:
     workers, engine = facts.get("process.workers"), facts.get("launch.engine")
     if not isinstance(workers, int) or engine not in ("vllm", "sglang"):
         return
+    alive = {p.get("role") for p in facts.get("process.tree") or [] if isinstance(p, dict) and p.get("state") != "Z"}
+    if alive - {"other"}:  # titles in use (vLLM skips them without setproctitle: system_utils.py:185-188)
+        facts.set("process.missing_roles", [r for r in REQUIRED_ROLES[engine] if r not in alive],
+                  f"derived: the {engine} processes every server runs (process_roles.yaml), against its tree")
     if any(_number(facts.get(k)) > 1 for k in ("launch.flags.nnodes", "launch.flags.data_parallel_size_local")):
         return
     tp, pp, dp = (_number(facts.get(k)) or 1 for k in ("launch.tp", "launch.pp", "launch.dp"))

@@ -196,7 +196,33 @@ def _csv_gpu(n: int, header: list[str], row: list[str]) -> GpuReading:
     reading.retire_pending = _yes(cell("retired_pages.pending")[0])
     reading.power_w = _number(cell("power.draw")[0])
     reading.power_limit_w = _number(cell("power.limit")[0])
+    _csv_health(reading, cell)
     return reading
+
+
+def _csv_health(reading: GpuReading, cell: Any) -> None:
+    """The health columns of --query-gpu (names: ``nvidia-smi --help-query-gpu``); ``clocks_throttle_reasons.*``
+    is the pre-R535 spelling of ``clocks_event_reasons.*``."""
+    from doctor.hardware.gpu_health import REASONS
+
+    active, seen = [], False
+    for name, _, _ in REASONS.values():
+        value = cell(f"clocks_event_reasons.{name}")[0] or cell(f"clocks_throttle_reasons.{name}")[0]
+        if value is not None and value.strip().lower() not in _NA:
+            seen = True
+            if value.strip().lower() == "active":
+                active.append(name)
+    reading.clocks_event_reasons = active if seen else None
+    reading.temp_c = _number(cell("temperature.gpu")[0])
+    margin = _number(cell("temperature.gpu.tlimit")[0])  # degrees left before the GPU slows down (T.Limit)
+    if reading.temp_c is not None and margin is not None:
+        reading.temp_slowdown_c = reading.temp_c + margin
+    reading.sm_clock_mhz = _number(cell("clocks.current.sm")[0] or cell("clocks.sm")[0])
+    reading.sm_clock_max_mhz = _number(cell("clocks.max.sm")[0])
+    reading.pcie_gen, reading.pcie_gen_max = _int(cell("pcie.link.gen.current")[0]), _int(cell("pcie.link.gen.max")[0])
+    reading.pcie_width = _int(cell("pcie.link.width.current")[0])
+    reading.pcie_width_max = _int(cell("pcie.link.width.max")[0])
+    reading.persistence = _yes(cell("persistence_mode")[0])
 
 
 def _attach_compute_apps(text: str, readings: list[GpuReading], problems: list[str]) -> None:

@@ -54,19 +54,21 @@ def test_stopped_scheduler_is_named_within_15s(server: Server) -> None:
     assert hung_s < 15, hung_s
     assert "engine-process-stopped" in findings(hung)
     assert hung["facts"]["server.health_generate"]["value"] == "timeout"  # 4 s, not SGLang's 20 s
-    assert all(a["status"] == 200 for a in answers), answers  # resumed: the queued requests are answered
+    assert all(a["status"] is None or a["s"] > 20 for a in answers), answers  # nothing answered while stopped
+    assert chat(server, "default")["status"] == 200  # resumed: it serves again
 
 
-def test_killed_detokenizer_leaves_a_zombie_that_check_names(server: Server) -> None:
+def test_killed_detokenizer_is_named_dead(server: Server) -> None:
     detok = find(server, "sglang::detokenizer")
     os.kill(detok, signal.SIGKILL)
     time.sleep(2)
     states = {pid: state for pid, _, state in descendants(server.pid)}
-    health = get(server, "/health", 30)
-    if server.proc.poll() is not None:
-        pytest.fail(f"SGLang exited after its detokenizer was killed (/health {health}); log:\n{server.tail()}")
     elapsed, doc = timed_check("--endpoint", server.endpoint)
-    assert states.get(detok) == "Z", states
+    health = get(server, "/health", 30)
+    answer = chat(server, "default", timeout=30)
+    print(f"\nSGLang after SIGKILL of its detokenizer: tree {states}, /health {health}, chat {answer}, "
+          f"server exited: {server.proc.poll()}")
+    assert detok not in states or states[detok] == "Z", states  # reaped at once (measured), or a zombie
     assert elapsed < 15
-    found = findings(doc)["engine-process-zombie"]
-    assert f"pid {detok}" in found["what"], found["what"]
+    found = findings(doc)["engine-worker-dead"]
+    assert "detokenizer" in found["what"], found["what"]
