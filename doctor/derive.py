@@ -32,6 +32,7 @@ VLLM_HYBRID_ALIGNMENT = 16
 
 def derive_all(facts: Facts) -> Facts:
     derive_from_log(facts)
+    derive_dcgm_gpu_faults(facts)
     derive_xid_events(facts)
     derive_engine_name(facts)
     derive_gpu_balance(facts)
@@ -125,10 +126,51 @@ _LOG_STATS = {"running": "metrics.running", "waiting": "metrics.queued", "kv_usa
               "prefix_hit_rate": "metrics.prefix_hit_rate"}
 
 
+def derive_dcgm_gpu_faults(facts: Facts) -> None:
+    """The GPU fault facts from the DCGM exporter's per-GPU lists (the report: doctor/report/promql.yaml
+    gpu.xid_last, gpu.clock_reasons, gpu.temp_max, …), through the live probe's own rules
+    (doctor/hardware/gpu_health.py faults, doctor/hardware/xid.py), so the same trees name the same causes:
+    position i of each list is GPU i of the engine's host (ordered by DCGM's gpu label)."""
+    lists = {k: facts.fact(f"gpu.{k}") for k in ("clock_reasons", "sm_clock", "temp_max", "slowdown_temp",
+                                                  "xid_last", "row_remap_failure")}
+    if all(f is None for f in lists.values()):
+        return
+    from doctor.hardware.gpu_health import faults, reasons_from_mask
+    from doctor.hardware.xid import event
+    from doctor.probes.gpu import GpuReading
+
+    def at(key: str, i: int) -> int | None:
+        fact = lists[key]
+        return fact.value[i] if fact is not None and isinstance(fact.value, list) and i < len(fact.value) else None
+
+    count = max(len(f.value) for f in lists.values() if f is not None and isinstance(f.value, list))
+    readings = []
+    for i in range(count):
+        mask = at("clock_reasons", i)
+        readings.append(GpuReading(index=i, name="", clocks_event_reasons=None if mask is None else
+                                   reasons_from_mask(int(mask)), sm_clock_mhz=at("sm_clock", i),
+                                   temp_c=at("temp_max", i), temp_slowdown_c=at("slowdown_temp", i)))
+    found = [faults(r) for r in readings]
+    for key, kind, fact in (("gpu.clocks_slowed", "clocks", lists["clock_reasons"]),
+                            ("gpu.too_hot", "hot", lists["temp_max"])):
+        if fact is not None and key not in facts:
+            facts.set(key, [f[kind] for f in found if f[kind]], f"derived: {fact.source}", observed=True)
+    xids = lists["xid_last"]
+    if xids is not None:
+        facts.set("gpu.xid_dcgm", [event(int(code), f"GPU {i}", "DCGM_FI_DEV_XID_ERRORS (the last Xid of the window)")
+                                   for i in range(count) if (code := at("xid_last", i))],
+                  f"derived: {xids.source}", observed=True)
+    failed = lists["row_remap_failure"]
+    if failed is not None and "gpu.health_issues" not in facts:
+        facts.set("gpu.health_issues", [f"GPU {i}: row remapping failed (the GPU needs service)"
+                                        for i in range(count) if at("row_remap_failure", i)],
+                  f"derived: {failed.source}", observed=True)
+
+
 def derive_xid_events(facts: Facts) -> None:
-    """gpu.xid_events: the Xid events of the kernel log (log.xid_events) and of NVML's event wait
-    (gpu.xid_live), one list for the trees (doctor/hardware/xid.py explains each)."""
-    found = [(k, facts.fact(k)) for k in ("gpu.xid_live", "log.xid_events")]
+    """gpu.xid_events: the Xid events of the kernel log (log.xid_events), of NVML's event wait (gpu.xid_live)
+    and of the DCGM exporter (gpu.xid_dcgm), one list for the trees (doctor/hardware/xid.py explains each)."""
+    found = [(k, facts.fact(k)) for k in ("gpu.xid_live", "gpu.xid_dcgm", "log.xid_events")]
     events = [e for _, f in found if f is not None and isinstance(f.value, list) for e in f.value]
     if events:
         sources = " + ".join(f.source for _, f in found if f is not None)

@@ -140,7 +140,7 @@ def test_hung_cause_cases(cause, case):
         for key, value in {**case["facts"], **overrides}.items():
             if value is not None:
                 facts.set(key, value, "case", observed=True)
-        return {f["id"]: f for f in diagnose(pbset, facts, ("hung",)).to_dict()["findings"]}
+        return {f["id"]: f for f in diagnose(pbset, facts, (case["symptom"],)).to_dict()["findings"]}
 
     hit = found({}).get(cause)
     assert hit is not None, f"{cause} not found from {case['facts']}"
