@@ -88,3 +88,17 @@ def test_dcgm_bitmask_decodes_to_nvml_reason_names() -> None:
     # 1 is the value fixtures/dcgm's recorded T4 reports (idle); 0x80|0x40 the power brake + HW thermal bits
     assert gpu_health.reasons_from_mask(1) == ["gpu_idle"]
     assert gpu_health.reasons_from_mask(0xC0) == ["hw_thermal_slowdown", "hw_power_brake_slowdown"]
+
+
+@pytest.mark.parametrize(("capture", "gen", "persistence_off"), [
+    ("telegraf__a100-sxm4-v12.xml", (4, 4), [{"gpu": 0}]),  # persistence mode Disabled in the capture
+    ("telegraf__rtx-3090-v12.xml", (1, 4), []),  # idle: the link downtrained to gen 1, not a fault
+])
+def test_real_xml_captures_read_the_health_fields(capture: str, gen: tuple, persistence_off: list) -> None:
+    [gpu] = read_nvidia_smi((NVML / capture).read_text(), capture)
+    assert (gpu.pcie_gen, gpu.pcie_gen_max) == gen and gpu.pcie_width == gpu.pcie_width_max == 16
+    assert gpu.temp_slowdown_c > gpu.temp_c and gpu.temp_shutdown_c > gpu.temp_slowdown_c
+    assert gpu.sm_clock_max_mhz and gpu.clocks_event_reasons is not None
+    facts = gpu_probe_facts([gpu], "nvidia-smi -q -x")
+    assert facts.get("gpu.pcie_degraded") == [] and facts.get("gpu.clocks_slowed") == []
+    assert facts.get("gpu.persistence_off") == persistence_off
