@@ -60,6 +60,13 @@ def test_the_lost_gpu_is_gpu_5_with_xid_79_and_its_action(report: dict) -> None:
     assert "DCGM_FI_DEV_XID_ERRORS" in facts["gpu.xid_last"]["source"]
 
 
+def test_a_kubernetes_pod_is_joined_to_its_gpus_by_namespace_and_pod(report: dict) -> None:
+    """The exporter runs at another address than the engine pod: only its namespace/pod labels join them."""
+    facts = _instance(report, 3)["facts"]["facts"]
+    [event] = facts["gpu.xid_events"]["value"]
+    assert event["code"] == 94 and event["gpu"] == "GPU 1" and event["action"] == "restart-app"
+
+
 def test_names_and_labels_come_from_the_recorded_dcgm_scrape() -> None:
     """Every DCGM name the report's GPU-fault templates read and the scenario writes is in the recorded scrape
     (fixtures/dcgm), with the scenario's labels a subset of the recorded ones (plus Prometheus's own)."""
@@ -80,4 +87,5 @@ def test_names_and_labels_come_from_the_recorded_dcgm_scrape() -> None:
     assert written <= names, written - names
     scenario_labels = {k for line in history.splitlines() if line.startswith("DCGM_FI_")
                        for k in re.findall(r'(\w+)="', line)}
-    assert scenario_labels - {"instance", "job"} <= labels, scenario_labels - labels
+    # the Kubernetes labels are on the file's last sample (fixtures/dcgm/SOURCES.md), left out of the kept lines
+    assert scenario_labels - {"instance", "job", "namespace", "pod", "container"} <= labels, scenario_labels - labels
