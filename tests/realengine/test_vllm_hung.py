@@ -70,7 +70,6 @@ def test_killed_engine_core_turns_health_503_and_its_log_names_the_dead_engine(s
     # measured: /health 503 and chat HTTP 500 ("EngineCore encountered an issue") at once; on a loaded host the
     # API server may already have shut itself down by the time they are sent (no answer: refused)
     assert health["status"] in (503, None) and answer["status"] in (500, None), (health, answer)
-    assert health["status"] != 200
     server.wait_exit(60)  # the API server shuts itself down (measured: within seconds)
     log = tmp_path / "vllm.log"
     log.write_text(server.log)
