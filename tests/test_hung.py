@@ -92,10 +92,13 @@ def test_a_zombie_child_is_named_dead():
         parent.wait()
 
 
-@pytest.mark.parametrize(("engine", "tp", "workers", "missing"), [
-    ("vllm", 4, 3, 1), ("vllm", 1, 0, None), ("sglang", 1, 1, 0), ("sglang", 2, 1, 1)])
-def test_missing_workers_count_the_ranks_the_command_asks_for(engine, tp, workers, missing):
+@pytest.mark.parametrize(("engine", "tp", "workers", "titled", "missing"), [
+    ("vllm", 4, 3, True, 1), ("vllm", 1, 0, True, None), ("sglang", 1, 1, True, 0), ("sglang", 2, 1, True, 1),
+    ("sglang", 1, 0, False, None)])  # no engine titles in the tree (not the engine's, or titles not set): no claim
+def test_missing_workers_count_the_ranks_the_command_asks_for(engine, tp, workers, titled, missing):
     facts = Facts()
+    role = {"vllm": "engine-core", "sglang": "detokenizer"}[engine] if titled else "other"
+    facts.set("process.tree", [{"pid": 2, "title": "t", "state": "S", "role": role}], "tree", observed=True)
     facts.set("process.workers", workers, "tree", observed=True)
     facts.set("launch.engine", engine, "cmd")
     facts.set("launch.tp", tp, "cmd")

@@ -93,7 +93,8 @@ def derive_missing_workers(facts: Facts) -> None:
     """process.missing_roles (REQUIRED_ROLES not in the tree), process.expected_workers and
     process.missing_workers: one worker process per rank the launch command asks for (TP × PP, per data-parallel replica), against the rank workers alive in the server's process tree.
 
-    SGLang starts one scheduler process per rank even at TP 1 (scheduler.py:6294); vLLM runs a single-rank
+    Only where the tree shows the engine's process titles (none at all: titles not set, or not the engine's
+    tree — nothing can be told). SGLang starts one scheduler process per rank even at TP 1 (scheduler.py:6294); vLLM runs a single-rank
     engine inside its engine-core process on a GPU (the uniprocessor executor), so its workers are counted only
     from TP × PP = 2 on (multiproc_executor.py). A deployment spread over several nodes has ranks this host
     cannot see: nothing is derived for it.
@@ -102,9 +103,10 @@ def derive_missing_workers(facts: Facts) -> None:
     if not isinstance(workers, int) or engine not in ("vllm", "sglang"):
         return
     alive = {p.get("role") for p in facts.get("process.tree") or [] if isinstance(p, dict) and p.get("state") != "Z"}
-    if alive - {"other"}:  # titles in use (vLLM skips them without setproctitle: system_utils.py:185-188)
-        facts.set("process.missing_roles", [r for r in REQUIRED_ROLES[engine] if r not in alive],
-                  f"derived: the {engine} processes every server runs (process_roles.yaml), against its tree")
+    if not alive - {"other"}:  # no engine titles: vLLM without setproctitle (system_utils.py:185-188), a wrapper
+        return
+    facts.set("process.missing_roles", [r for r in REQUIRED_ROLES[engine] if r not in alive],
+              f"derived: the {engine} processes every server runs (process_roles.yaml), against its tree")
     if any(_number(facts.get(k)) > 1 for k in ("launch.flags.nnodes", "launch.flags.data_parallel_size_local")):
         return
     tp, pp, dp = (_number(facts.get(k)) or 1 for k in ("launch.tp", "launch.pp", "launch.dp"))
