@@ -95,8 +95,12 @@ def engine_process(engine: str) -> Iterator[str]:
             child.wait(timeout=10)
 
 
-def timings_ms(cmd: list[str], runs: int) -> list[float]:
-    """Wall times of ``runs`` fresh processes (after one warm-up run), in ms."""
+def median_ms(cmd: list[str], runs: int) -> float:
+    return spread_ms(cmd, runs)[1]
+
+
+def spread_ms(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """(min, median, max) wall milliseconds of ``runs`` fresh processes of ``cmd`` (after one warm-up run)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NO_COLOR"] = "1"
     subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
@@ -104,12 +108,8 @@ def timings_ms(cmd: list[str], runs: int) -> list[float]:
     for _ in range(runs):
         start = time.perf_counter()
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
-def spread(times: list[float]) -> str:
-    return f"min {min(times):.1f} / median {statistics.median(times):.1f} / max {max(times):.1f}"
+        times.append(time.perf_counter() - start)
+    return min(times) * 1000, statistics.median(times) * 1000, max(times) * 1000
 
 
 def phases(endpoint: str) -> list[tuple[str, float]]:
@@ -152,19 +152,18 @@ def main() -> None:
     args = parser.parse_args()
 
     with engine_process(args.engine) as endpoint:
-        stdlib_t = timings_ms([sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}", *PATHS[args.engine]], args.runs)
+        stdlib = median_ms([sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}", *PATHS[args.engine]], args.runs)
         cli = [str(Path(sys.executable).parent / "llmdoctor")]
         if not Path(cli[0]).exists():
             cli = [sys.executable, "-m", "doctor"]
-        ours_t = timings_ms([*cli, "check", "--endpoint", endpoint], args.runs)
-        ours_json_t = timings_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
+        low, ours, high = spread_ms([*cli, "check", "--endpoint", endpoint], args.runs)
+        ours_json = median_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
         split = phases(endpoint)
-    stdlib, ours, ours_json = (statistics.median(t) for t in (stdlib_t, ours_t, ours_json_t))
     print(f"{args.engine} replay server (an engine-shaped process), median of {args.runs} fresh processes (bytecode cached)")
-    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms  ({spread(stdlib_t)})")
-    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x; {spread(ours_t)})")
-    print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x; "
-          f"{spread(ours_json_t)})")
+    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms")
+    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x; "
+          f"min {low:.1f}, max {high:.1f})")
+    print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x)")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:
         print(f"    {name:24s} {seconds * 1000:7.1f} ms")
