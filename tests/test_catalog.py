@@ -62,7 +62,10 @@ def test_headers_record_how_each_catalog_was_made() -> None:
 
 
 def test_catalog_files_are_sorted_for_reviewable_diffs() -> None:
-    assert sorted(p.name for p in CATALOG_DIR.glob("*.json")) == ["sglang.json", "vllm.json"]
+    assert sorted(p.name for p in CATALOG_DIR.glob("*.json")) == ["parser_deprecations.json", "sglang.json",
+                                                                 "vllm.json"]
+    deprecations = (CATALOG_DIR / "parser_deprecations.json").read_text()
+    assert deprecations == json.dumps(json.loads(deprecations), indent=1, sort_keys=True) + "\n"
     for engine in ("vllm", "sglang"):
         text = history_path(engine).read_text()
         table = json.loads(text)
