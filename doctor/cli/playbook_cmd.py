@@ -125,17 +125,25 @@ Exit codes: 0 valid; 2 problems, one per line on stderr (FILE:LINE: KEY: message
               help="Also check this data file (semantics.yaml, kernels.yaml, engine_memory.yaml, dsa_kv.yaml: "
                    "by its name) against its schema. Repeatable.")
 def validate_cmd(dirs: tuple[str, ...], data_files: tuple[str, ...]) -> int:
-    """Check playbook directories (and the built-ins) against the schema and each other, and the built-in data
-    files the code reads (flag semantics, kernel and memory release rules) against theirs.
+    """Check playbook directories (and the built-ins) against the schema, the fact registry and each other, then
+    run the cases of the directories' cause files; and the built-in data files the code reads (flag semantics,
+    kernel and memory release rules) against theirs.
 
     Every problem is printed as FILE:LINE: KEY: message; exit 2 when there is any.
     """
     from pathlib import Path
 
     from doctor.playbook.datafiles import validate_builtin, validate_file
-    from doctor.playbook.loader import validate_dirs
+    from doctor.playbook.loader import builtin_dir, load_playbooks, validate_dirs
 
-    errors = validate_dirs(dirs) + validate_builtin()
+    errors = validate_dirs(dirs)
+    if not errors and dirs:  # the user's cause files run their cases, as the test suite runs the built-ins'
+        from doctor.playbook.cases import cases_problems
+
+        pbset = load_playbooks(dirs)
+        builtin = str(builtin_dir())
+        errors = cases_problems(pbset, [c for c in pbset.causes.values() if not c.source.startswith(builtin)])
+    errors += validate_builtin()
     errors += [e for name in data_files for e in validate_file(Path(name))]
     for error in errors:
         click.echo(error, err=True)

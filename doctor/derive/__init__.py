@@ -9,7 +9,7 @@ of the engine release) is in precision.py, parsers.py and spelling.py, which doc
 
 from __future__ import annotations
 
-from doctor.derive import analyzers, fit  # noqa: F401 - importing them registers their analyzers
+from doctor.derive import analyzers, fit, health  # noqa: F401 - importing them registers their analyzers
 from doctor.derive.registry import ANALYZERS, ordered
 from doctor.facts import Facts
 

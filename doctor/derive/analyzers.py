@@ -211,13 +211,18 @@ def derive_kernel_support(facts: Facts) -> None:
         facts.set(f"gpu.{kernel}_releases", f"{engine} {version}", "launch.version")
 
 
-@analyzer(reads=("launch.quantization", "model.quantization", "model.same_checkpoint", "model.name",
+@analyzer(reads=("launch.quantization", "model.quantization", "model.same_checkpoint", "model.name", "launch.engine",
+                 "launch.version",
                    "launch.model", "server.model_path"),
-          produces=("launch.quantization_matches",))
+          produces=("launch.quantization_matches", "launch.quantization_undetected"))
 def derive_quantization_match(facts: Facts) -> None:
     if "launch.quantization" not in facts:
         return
     given = facts.get("launch.quantization")
+    if given is not None:
+        facts.set("launch.quantization_undetected", False, f"--quantization {given} is given")
+    elif _quantization_undetected(facts):
+        return
     if given is None:
         facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
         return
@@ -235,6 +240,33 @@ def derive_quantization_match(facts: Facts) -> None:
         return
     facts.set("launch.quantization_matches", given in loaders,
               f"derived: --quantization {given} vs checkpoint {checkpoint or 'unquantized'}")
+
+
+def _quantization_undetected(facts: Facts) -> bool:
+    """A quantized checkpoint without --quantization on a release that does not read the checkpoint's method
+    (doctor/engines/release_rules.yaml quantization_from_checkpoint): it loads as unquantized. Sets
+    launch.quantization_undetected wherever that is decided — False on a release that reads the checkpoint (the
+    newest when the version is unknown), for an unquantized checkpoint, or for another checkpoint's config — and
+    returns it; left unknown only on a release that does not read it, with the checkpoint unknown."""
+    from doctor.engines.release_rules import rule
+
+    engine, version, checkpoint = facts.get("launch.engine"), facts.get("launch.version"), facts.get("model.quantization")
+    if engine not in ("vllm", "sglang"):
+        return False
+    found = rule("quantization_from_checkpoint", engine, str(version) if version else None)
+    if found is None or found.values.get("detects") is not False:
+        facts.set("launch.quantization_undetected", False,
+                  f"{engine} {version or '(newest)'} takes the method from the checkpoint's config"
+                  + (f" ({found.evidence})" if found is not None else " (no release rule says otherwise)"))
+        return False
+    if "model.quantization" not in facts or facts.get("model.same_checkpoint") is False:
+        return False  # the checkpoint is not known: undecided
+    if not checkpoint:
+        facts.set("launch.quantization_undetected", False, "the checkpoint is not quantized (no quantization_config)")
+        return False
+    facts.set("launch.quantization_undetected", True,
+              f"derived: a {checkpoint} checkpoint, no --quantization, on {engine} {version} ({found.evidence})")
+    return True
 
 
 @analyzer(reads=("log.block_size", "model.attention", "launch.engine", "model.layers.kv", "model.layers.linear",
@@ -292,9 +324,12 @@ def derive_ep_load(facts: Facts) -> None:
 
 
 @analyzer(reads=("server.max_total_tokens", "metrics.kv_capacity_tokens", "log.kv_cache_tokens",
-                   "fit.kv_tokens_per_group"),
+                   "fit.kv_tokens_per_group",
+                   # the band of comparable predictions (doctor/model/band.py band_from_facts)
+                   "gpu.sm", "launch.engine", "launch.quantization", "model.attention", "model.moe",
+                   "model.quantization"),
           produces=("capacity.measured_tokens", "capacity.measured_source", "capacity.expected_tokens",
-                      "capacity.ratio"))
+                      "capacity.ratio", "capacity.ratio_note"))
 def derive_capacity(facts: Facts) -> None:
     """The seed's "measure it, then infer back": compare the KV tokens the server holds with what should fit."""
     measured = facts.fact("server.max_total_tokens") or facts.fact("metrics.kv_capacity_tokens") or \
@@ -306,6 +341,11 @@ def derive_capacity(facts: Facts) -> None:
     facts.set("capacity.measured_source", measured.source, measured.source)
     facts.set("capacity.expected_tokens", int(expected), "derived: fit.kv_tokens_per_group")
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
+    from doctor.model.band import band_from_facts, margin_note
+
+    note = margin_note(abs(1 - measured.value / expected), band_from_facts(facts), facts.get("launch.engine"),
+                       "shortfall", measured=True)
+    facts.set("capacity.ratio_note", note, "derived: 1 − capacity.ratio against fit.kv_tokens_band")
 
 
 @analyzer(reads=("metrics.absent_counters", "launch.version", "server.version"),

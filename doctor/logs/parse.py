@@ -114,6 +114,9 @@ _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 # any engine
 _WARNING = _rule('WARNING ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
                       r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
+#: vLLM's ERROR/CRITICAL lines (the message after the prefix): what no traceback's last line says
+_ERROR_LEVEL = _rule('ERROR ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:ERROR|CRITICAL) [\d-]+ [\d:.]+ "
+                           r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
 _PY_WARNING = _rule('Warning: ', r"^" + _OUTER + r"\S+\.py:\d+: (\w*Warning: .+)$", re.M)
 _TRACEBACK = _rule('Traceback (most recent call last)', _PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
@@ -248,6 +251,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     elif engine == "sglang":
         _sglang(scan, put)
     _problems(scan, put)
+    _xid_events(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
@@ -425,6 +429,18 @@ def _problems(scan: _Scan, put: Any) -> None:
             warnings.append(message)
     if warnings:
         put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
+    # the last line of each distinct message, the last 20 of them: only those go to the excerpt (a traceback
+    # printed at ERROR level is hundreds of lines, and the traceback fact already keeps it)
+    last: dict[str, int] = {}
+    for index in scan._candidates(_ERROR_LEVEL.keyword):
+        m = _ERROR_LEVEL.pattern.search(scan.lines[index])
+        if m:
+            last.pop(m.group(1).strip(), None)
+            last[m.group(1).strip()] = index
+    if last:
+        chosen = list(last.items())[-MAX_ITEMS:]
+        scan.kept.update(index for _, index in chosen)
+        put("log.error_lines", [message for message, _ in chosen], "ERROR/CRITICAL lines (distinct, the last 20)")
     errors = sorted({(index, m.group(1).strip()) for keyword in ("Error", "Exception", "Exit")
                      for index, m in scan.all(_rule(keyword, _EXCEPTION.pattern, _EXCEPTION.flags))}
                     | {(index, m.group(1).strip()) for index, m in scan.all(_ARGPARSE)})
@@ -442,6 +458,15 @@ def _problems(scan: _Scan, put: Any) -> None:
         if len(lines) > MAX_TRACEBACK_LINES:
             lines = lines[:2] + ["..."] + lines[-(MAX_TRACEBACK_LINES - 3):]
         put("log.traceback", lines, "the last traceback")
+
+
+def _xid_events(scan: _Scan, put: Any) -> None:
+    """The NVIDIA driver's Xid lines, when the log given is (or includes) the kernel log: dmesg, journalctl -k."""
+    from doctor.hardware.xid import XID_LINE, parse_line
+
+    events = [e for _, m in scan.all(_rule("NVRM: Xid", XID_LINE.pattern)) if (e := parse_line(m.group(0)))]
+    if events:
+        put("log.xid_events", events[-MAX_ITEMS:], "NVRM: Xid lines (the kernel log)")
 
 
 def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:

@@ -17,8 +17,8 @@ from doctor.playbook.schema import FACT_KEY, PLAYBOOK_SCHEMA, VALUE_OPS
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
-#: a release as the catalogs spell it ("0.5.23", "0.10.1.1", "0.0" for "every release")
-_RELEASE = {"type": "string", "pattern": r"^\d+(\.\d+)*$"}
+#: a release as the catalogs spell it ("0.5.23", "0.10.1.1", "0.3.1.post2", "0.0" for "every release")
+_RELEASE = {"type": "string", "pattern": r"^\d+(\.\d+)*(\.post\d+)?$"}
 
 #: engine → rules sorted by ``since``; each rule holds from its release until the next one's
 _RELEASE_RULES: dict[str, Any] = {
