@@ -17,7 +17,7 @@ import yaml
 from support.httpserver import PROM, LocalServer, Response
 from test_probe_metrics import real_scrape
 
-from doctor.derive import derive_missing_workers
+from doctor.derive.health import derive_missing_workers
 from doctor.facts import Facts
 from doctor.playbook.engine import diagnose
 from doctor.playbook.loader import builtin_dir, load_playbooks
