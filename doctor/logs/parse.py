@@ -252,8 +252,22 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
             else "no line saying the server is ready in the part of the log read")
-    if signatures:
-        _signatures(scan, put, engine, signatures)
+    if signatures is not None:
+        named = _signatures(scan, put, engine, signatures) if signatures else []
+        from doctor.logs.catalog_facts import catalog_facts
+
+        kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put)
+        scan.kept.update(kept)
+        # a line a cause's own pattern already named is that cause's, not also its catalog class's
+        more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
+        named += [m for m in more if m["cause"] not in {n["cause"] for n in named}]
+        for m in more:
+            if m not in named:
+                continue
+            if f"log.seen.{m['cause'].replace('-', '_')}" not in facts:
+                put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
+        put("log.signatures", named, "lines matching the causes' log_signatures and the error catalogs")
+        put("log.causes", [m["cause"] for m in named], "causes named by their log signatures")
     lines = [scan.rewritten.get(i) or _redact_line(scan.line(i)) for i in sorted(scan.kept)]
     excerpt = {"label": label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes, "lines": lines}
     return LogReading(facts, excerpt)
@@ -444,11 +458,14 @@ def _problems(scan: _Scan, put: Any) -> None:
         put("log.traceback", lines, "the last traceback")
 
 
-def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:
-    """Which causes' log signatures (playbooks/causes.yaml ``log_signatures``) the log carries."""
+def _signatures(scan: _Scan, put: Any, engine: str | None,
+                signatures: dict[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
+    """Which causes' regex log signatures (``log_signatures`` with a ``pattern``) the log carries."""
     matched: list[dict[str, str]] = []
     for cause, sigs in signatures.items():
         for sig in sigs:
+            if "pattern" not in sig:  # a catalog template or selector: doctor.logs.catalog_facts
+                continue
             if sig.get("engine", "any") not in ("any", engine) and engine is not None:
                 continue
             m = re.search(sig["pattern"], scan.text, re.M)
@@ -458,8 +475,7 @@ def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str,
                 matched.append({"cause": cause, "line": line})
                 put(f"log.seen.{cause.replace('-', '_')}", line, f"the line that names {cause}")
                 break
-    put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes.yaml)")
-    put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")
+    return matched
 
 
 #: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``, a hybrid model's ``#full token: 350592``):

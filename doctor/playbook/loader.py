@@ -20,6 +20,8 @@ from doctor.errors import InputError
 from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
 
 CAUSES_FILE = "causes.yaml"
+#: One file per cause (playbooks/causes/<cause-id>.yaml), loaded with the causes catalog.
+CAUSES_DIR = "causes"
 TRAPS_FILE = "traps.yaml"
 #: Top-level fact namespaces a condition may read (docs/facts.md); a typo here would make a node unknown forever.
 NAMESPACES = ("model", "launch", "engine", "expect", "gpu", "metrics", "server", "capacity", "fit", "workload",
@@ -126,7 +128,8 @@ def _load_builtin() -> PlaybookSet:
 
 
 def _playbook_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")) + \
+        sorted((directory / CAUSES_DIR).glob("*.yaml"))
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:
@@ -147,7 +150,8 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
         if not files:
             errors.append(f"{directory}: no *.yaml playbooks in it")
         # Causes first, so trees in the same directory can name causes defined beside them.
-        for path in sorted(files, key=lambda p: (p.name != CAUSES_FILE, p.name != TRAPS_FILE, p.name)):
+        for path in sorted(files, key=lambda p: (p.name != CAUSES_FILE and p.parent.name != CAUSES_DIR,
+                                                  p.name != TRAPS_FILE, p.name)):
             try:
                 _load_file(path, pbset, errors, schema=schema)
             except InputError as exc:
@@ -160,6 +164,12 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
 
     data, node = load_yaml(read_capped(path, limit=MAX_YAML_BYTES, label=str(path)), str(path))
     kind = {CAUSES_FILE: "causes", TRAPS_FILE: "traps"}.get(path.name, "playbook")
+    if path.parent.name == CAUSES_DIR:  # one cause per file (issue 20's layout): read as a one-cause catalog
+        if not isinstance(data, dict) or data.get("id") != path.stem:
+            errors.append(f"{path}: a cause file needs 'id: {path.stem}' (its file name)")
+            return
+        body = {k: v for k, v in data.items() if k != "id"}
+        data, kind = {"causes": {path.stem: body}}, "causes"
     if schema:
         from doctor.playbook import schema as schemas
 
@@ -183,6 +193,8 @@ def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: boo
                 behaviour=dict(body.get("behaviour") or {}),
             )
             for index, sig in enumerate(body.get("log_signatures", ())):
+                if "pattern" not in sig:  # an error-catalog entry (doctor/logs/catalog_map.py)
+                    continue
                 try:
                     re.compile(sig["pattern"])
                 except re.error as exc:

@@ -121,14 +121,35 @@ CAUSES_SCHEMA: dict[str, Any] = {
                     # expression searched per line, for one engine or any, and where the line was seen
                     "log_signatures": {
                         "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["pattern", "seen"],
-                            "additionalProperties": False,
-                            "properties": {"pattern": {"type": "string", "minLength": 1},
-                                           "engine": {"enum": ["any", "vllm", "sglang"]},
-                                           "seen": {"type": "string", "minLength": 1}},
-                        },
+                        "items": {"oneOf": [
+                            {
+                                "type": "object",
+                                "required": ["pattern", "seen"],
+                                "additionalProperties": False,
+                                "properties": {"pattern": {"type": "string", "minLength": 1},
+                                               "engine": {"enum": ["any", "vllm", "sglang"]},
+                                               "seen": {"type": "string", "minLength": 1}},
+                            },
+                            # an error-catalog template by id, or a class of them (doctor/logs/catalog_map.py)
+                            {
+                                "type": "object",
+                                "required": ["catalog"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "catalog": {"enum": ["vllm", "sglang", "lower"]},
+                                    "template": {"type": "string", "pattern": "^(vllm|sglang|lower)-[0-9a-f]{10}$"},
+                                    "select": {
+                                        "type": "object", "minProperties": 1, "additionalProperties": False,
+                                        "properties": {k: {"anyOf": [{"type": "string"},
+                                                                     {"type": "array", "items": {"type": "string"}}]}
+                                                       for k in ("module", "function", "type", "kind", "startup",
+                                                                 "words")},
+                                    },
+                                    "seen": {"type": "string"},
+                                },
+                                "oneOf": [{"required": ["template"]}, {"required": ["select"]}],
+                            },
+                        ]},
                     },
                 },
             },
