@@ -1,5 +1,5 @@
 """Server logs as evidence (`check --log`, `snapshot --log`, `log:` in --targets): real vLLM 0.32.0 and SGLang
-0.5.23 logs (../shared/fixtures/live, read in place), short excerpts of public GPU failure reports
+0.5.23 logs (fixtures/live), short excerpts of public GPU failure reports
 (fixtures/logs/public, cited in its SOURCES.md), and scenario logs built from real lines where a test needs
 something no real log has (a secret, a gigabyte) — each labelled where it is built."""
 
