@@ -15,7 +15,9 @@ from doctor.facts import Facts
 from doctor.playbook.engine import diagnose
 from doctor.playbook.loader import load_playbooks
 
-CASES = yaml.safe_load((ROOT / "fixtures" / "cause_cases.yaml").read_text())["cases"]
+CASES = yaml.safe_load((ROOT / "fixtures" / "cause_cases.yaml").read_text())["cases"] + [
+    dict(case, cause=path.stem) for path in sorted((ROOT / "playbooks" / "causes").glob("*.yaml"))
+    for case in yaml.safe_load(path.read_text()).get("cases", ())]  # one file per cause (issue 20's layout)
 OBSERVED = ("metrics.", "active.", "gpu.util", "capacity.ratio", "log.")
 
 

@@ -33,6 +33,7 @@ from tools.gen_catalog import shipped_versions  # noqa: E402
 
 OUT_DIR = ROOT / "doctor" / "engines" / "errors"
 DOC = ROOT / "docs" / "error-catalog.md"
+CURATED_FILE = ROOT / "tools" / "errors_curated.yaml"
 LOWER_FILE = ROOT / "tools" / "errors_lower.txt"
 PACKAGES = {"vllm": "vllm", "sglang": "sglang"}
 
@@ -75,7 +76,36 @@ def targets(engine: str) -> list[tuple[str, str, str]]:
     return [(engine, version, PACKAGES[engine]) for eng, version in shipped_versions() if eng == engine]
 
 
+def curated_read() -> tuple[str, dict, dict]:
+    """tools/errors_curated.yaml as one more 'release' of the lower catalog: templates no wheel holds."""
+    import re
+
+    import yaml
+
+    doc = yaml.safe_load(CURATED_FILE.read_text(encoding="utf-8"))
+    templates, sites = {}, []
+    for item in doc["templates"]:
+        parts: list = []
+        pos = 0
+        for m in re.finditer(r"\{(\w+)(?::(int|float))?\}", item["text"]):
+            if m.start() > pos:
+                parts.append(item["text"][pos:m.start()])
+            parts.append({"hole": m.group(1), "type": m.group(2) or "str"})
+            pos = m.end()
+        if pos < len(item["text"]):
+            parts.append(item["text"][pos:])
+        tid = error_history.template_id("lower", parts)
+        templates[tid] = parts
+        sites.append([tid, item["source"], 0, item["layer"], f"seen: {item['seen']}", "curated", item["type"],
+                      False])
+    counts = {"files": 1, "parsed": 1, "skipped": 0, "too_short": 0}
+    return "curated", {"package": "curated", "file": "tools/errors_curated.yaml"}, \
+        {"templates": templates, "sites": sites, "counts": counts}
+
+
 def write_table(engine: str, reads: list[tuple[str, dict, dict]], out_dir: Path) -> Path:
+    if engine == "lower":
+        reads = [*reads, curated_read()]
     table = error_history.build(engine, reads)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{engine}.json.gz"

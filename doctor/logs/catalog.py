@@ -18,6 +18,7 @@ import gzip
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -83,24 +84,15 @@ class TemplateMatch:
 class Catalog:
     """One catalog's templates, indexed by their rarest literal word."""
 
-    def __init__(self, name: str, doc: dict[str, Any]) -> None:
+    def __init__(self, name: str, doc: dict[str, Any], index: dict[str, list[str]]) -> None:
         self.name = name
         self.releases: list[str] = [r["version"] for r in doc["header"]["releases"]]
         self.header = doc["header"]
         self.templates: dict[str, dict[str, Any]] = doc["templates"]
+        self.index = index
         self._order = {v: i for i, v in enumerate(self.releases)}
         self._regex: dict[str, re.Pattern[str]] = {}
-        words: dict[str, set[str]] = {}
-        for tid, entry in self.templates.items():
-            words[tid] = {w.lower() for p in entry["parts"] if isinstance(p, str) for w in _WORD.findall(p)}
-        freq: dict[str, int] = {}
-        for ws in words.values():
-            for w in ws:
-                freq[w] = freq.get(w, 0) + 1
-        self.index: dict[str, list[str]] = {}
-        for tid, ws in words.items():
-            if ws:
-                self.index.setdefault(min(ws, key=lambda w: (freq[w], -len(w), w)), []).append(tid)
+        self._chunks: dict[str, tuple[str, ...]] = {}
 
     def regex(self, tid: str) -> re.Pattern[str]:
         pattern = self._regex.get(tid)
@@ -110,6 +102,16 @@ class Catalog:
             pattern = self._regex[tid] = re.compile(body + r"\s*$")
         return pattern
 
+    def chunks(self, tid: str) -> tuple[str, ...]:
+        """The template's literal pieces, which every line it printed contains (longest first)."""
+        found = self._chunks.get(tid)
+        if found is None:
+            parts = self.templates[tid]["parts"]
+            found = self._chunks[tid] = tuple(sorted((p for p in parts if isinstance(p, str)), key=len,
+                                                     reverse=True))
+        return found
+
+    @lru_cache(maxsize=64)  # noqa: B019 - one Catalog per catalog file and process (load() keeps it)
     def release_index(self, version: str | None) -> int | None:
         """The release a version reads as: itself, or the nearest release read below it (None: unknown)."""
         if not version or version_key(version) is None:
@@ -143,7 +145,7 @@ class Catalog:
         return self.releases[lo], self.releases[hi]
 
     def candidates(self, words: set[str]) -> list[str]:
-        out: list[str] = []
+        out: list[str] = list(self.index.get("", ()))
         for w in words:
             out.extend(self.index.get(w, ()))
         return out
@@ -155,7 +157,40 @@ def load(name: str) -> Catalog | None:
     path = CATALOG_DIR / f"{name}.json.gz"
     if not path.is_file():
         return None
-    return Catalog(name, json.loads(gzip.decompress(path.read_bytes())))
+    from doctor.datacache import cached
+
+    # kept as marshal between runs (doctor.datacache): decompressing and parsing the JSON costs ~10x more
+    data = cached(f"errors-{name}", [path, Path(__file__)], lambda: _parse(path))
+    return Catalog(name, data["doc"], data["index"])
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """The table and its word index: each template under its rarest literal word (fewest templates share it)."""
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    words: dict[str, set[str]] = {}
+    for tid, entry in doc["templates"].items():
+        words[tid] = _words(entry["parts"])
+    freq: dict[str, int] = {}
+    for ws in words.values():
+        for w in ws:
+            freq[w] = freq.get(w, 0) + 1
+    index: dict[str, list[str]] = {}
+    for tid, ws in words.items():  # a template without a whole word is tried on every line (key "")
+        index.setdefault(min(ws, key=lambda w: (freq[w], -len(w), w)) if ws else "", []).append(tid)
+    return {"doc": doc, "index": index}
+
+
+def _words(parts: list[Any]) -> set[str]:
+    """The whole words of a template's literal text: a word that touches a hole is not whole (``{name}Config``
+    prints as one word with the value)."""
+    out: set[str] = set()
+    for i, part in enumerate(parts):
+        if not isinstance(part, str):
+            continue
+        found = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(part)]
+        out.update(w.lower() for start, end, w in found
+                   if not (start == 0 and i > 0) and not (end == len(part) and i + 1 < len(parts)))
+    return out
 
 
 def template_text(parts: list[Any]) -> str:
@@ -197,6 +232,8 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
             continue
         at = catalog.release_index(version) if name != "lower" else None
         for tid in catalog.candidates(words):
+            if not all(chunk in line for chunk in catalog.chunks(tid)):  # C-speed test before any regex
+                continue
             m = catalog.regex(tid).search(line)
             if m is None:
                 continue
@@ -231,7 +268,7 @@ def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) ->
     sites, in_release = catalog.sites(tid, at)
     since, until = catalog.span(tid)
     startup = is_startup(catalog.name, sites)
-    refusal = any(s.kind == "raise" or s.type in ("error", "critical") for s in sites)
+    refusal = any(s.kind in ("raise", "curated") or s.type in ("error", "critical") for s in sites)
     # where it was raised decides: a start-up refusal stops the server; a later error fails work; a warning informs
     severity = "critical" if startup and refusal else "warning" if refusal else "info"
     return TemplateMatch(catalog=catalog.name, template=tid, text=template_text(entry["parts"]),
@@ -241,19 +278,27 @@ def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) ->
 
 
 def scan(lines: list[str] | tuple[str, ...], engine: str | None, version: str | None) -> list[tuple[int, TemplateMatch]]:
-    """Every line of an excerpt that a template matches, with its index; lines that cannot be an error or a
-    warning (no level word, no exception name) are skipped before any lookup."""
+    """Every line of an excerpt that a template matches, with its index. Lines logged at INFO or DEBUG (vLLM's
+    and uvicorn's request and progress lines, most of a long log) cannot be an error or warning template and
+    are skipped before any lookup; a line seen before (up to its numbers) is not matched twice."""
     out = []
+    seen: dict[str, TemplateMatch | None] = {}
     for index, line in enumerate(lines):
-        if not _CANDIDATE.search(line):
+        if _QUIET.match(line):
             continue
-        match = match_line(line, engine, version)
+        body = _DIGITS.sub("0", line[:MAX_LINE])
+        if body in seen:
+            match = seen[body]
+        else:
+            match = seen[body] = match_line(line, engine, version)
         if match is not None:
             out.append((index, match))
     return out
 
 
-#: A line that may carry an engine error or warning: a level word, an exception name, or a bare message
-#: inside a traceback's last line.
-_CANDIDATE = re.compile(r"WARNING|ERROR|CRITICAL|Error|Exception|Warning|error:|failed|Failed|not supported|"
-                        r"Invalid|invalid")
+#: A line logged at INFO or DEBUG: vLLM's ``(APIServer pid=1) INFO 12-01 12:41:11 [file.py:12]``, uvicorn's
+#: ``INFO:     127.0.0.1:…``.
+_QUIET = re.compile(r"^[^\n]{0,80}?\b(?:INFO|DEBUG)(?::\s| \d\d-\d\d )")
+#: Numbers (time stamps, counters, pids) make two printings of one message differ; a line that differs from an
+#: earlier one only in its numbers is the same template (its values are the first printing's).
+_DIGITS = re.compile(r"\d+")

@@ -34,9 +34,12 @@ def describe(m: TemplateMatch) -> dict[str, Any]:
 
 
 def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, version: str | None,
-                  put: Any) -> tuple[list[int], list[dict[str, str]]]:
+                  put: Any, *, started: bool | None = None) -> tuple[list[int], list[dict[str, str]]]:
     """Put the ``log.catalog.*`` and ``log.kv_refusal.*`` facts; return the line indices to keep in the
-    excerpt and the causes named as (cause, line) pairs."""
+    excerpt and the causes named as (cause, line) pairs.
+
+    ``started`` is the log's own verdict (``log.started``): an engine error in a log whose server never said it
+    was ready is a start-up refusal wherever in the engine it was raised."""
     matches = scan(lines, engine, version)
     if not matches:
         return [], []
@@ -51,6 +54,8 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             break
         kept.append(index)
         seen[m.template] = dict(describe(m), count=1)
+        if started is False and m.severity == "warning":  # an error (not a warning) that ended the start
+            seen[m.template]["severity"] = "critical"
         if m.cause:
             named.append({"cause": m.cause, "line": m.message[:300]})
             if m.cause == "kv-cache-too-small-for-max-len":
@@ -60,7 +65,8 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
     unmapped = [f for f in found if not f["cause"]]
     put("log.catalog.unmapped", unmapped, "engine errors and warnings no cause names")
     put("log.catalog.unmapped_refusals", [f for f in unmapped if f["severity"] == "critical"],
-        "engine errors raised while the server starts that no cause names")
+        "engine errors that ended the start (raised in start-up code, or in a log that never got ready) no cause "
+        "names")
     return kept, named
 
 

@@ -256,7 +256,8 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
         named = _signatures(scan, put, engine, signatures) if signatures else []
         from doctor.logs.catalog_facts import catalog_facts
 
-        kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put)
+        kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put,
+                                    started=facts.get("log.started"))
         scan.kept.update(kept)
         # a line a cause's own pattern already named is that cause's, not also its catalog class's
         more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
