@@ -18,8 +18,7 @@ import gzip
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
