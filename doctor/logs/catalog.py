@@ -54,7 +54,8 @@ class Site:
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.line}"
+        """``file:line``; a curated message (no wheel holds it) has its source's description and no line."""
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ class Catalog:
         if pattern is None:
             parts = self.templates[tid]["parts"]
             body = "".join(re.escape(p) if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
-            pattern = self._regex[tid] = re.compile(body + r"\s*$")
+            # to the end of the line; a KeyError prints its message quoted (KeyError: 'invalid tool call parser…')
+            pattern = self._regex[tid] = re.compile(body + r"['\"]?\s*$")
         return pattern
 
     def chunks(self, tid: str) -> tuple[str, ...]:
@@ -212,6 +214,15 @@ def _typed(raw: str, kind: str) -> Any:
     return raw
 
 
+def _first_word_at(parts: list[Any], line: str, start: int) -> int:
+    """Where the template's first literal piece with a word in it stands in the line."""
+    for part in parts:
+        if isinstance(part, str) and _WORD.search(part):
+            found = line.find(part, start)
+            return found if found >= 0 else len(line)
+    return len(line)
+
+
 def _letters(parts: list[Any]) -> int:
     return sum(sum(c.isalpha() for c in p) for p in parts if isinstance(p, str))
 
@@ -221,7 +232,7 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
 
     ``engine`` is ``vllm``/``sglang`` (None: either); ``version`` picks the release whose sites are cited
     (a template the release does not print still matches, with ``in_release`` False, when no template of
-    that release does). The most specific template wins."""
+    that release does). The outermost template wins (a message that quotes another), then the most specific."""
     line = line[:MAX_LINE]
     words = {w.lower() for w in _WORD.findall(line)}
     best: tuple[tuple[int, int], Catalog, str, re.Match[str]] | None = None
@@ -239,7 +250,10 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
             in_release = True
             if at is not None:
                 in_release = _printed_at(catalog, tid, at)
-            rank = (int(in_release), _letters(catalog.templates[tid]["parts"]))
+            # the outermost message wins (an exception that quotes another's message: the quoting one), then
+            # the most specific: where its first real word stands, then how many letters it fixes
+            rank = (int(in_release), -_first_word_at(catalog.templates[tid]["parts"], line, m.start()),
+                    _letters(catalog.templates[tid]["parts"]))
             if best is None or rank > best[0]:
                 best = (rank, catalog, tid, m)
     if best is None:

@@ -15,7 +15,8 @@ A cause claims templates in its ``log_signatures`` (one file per cause, playbook
   | `startup`  | the site's start-up class (``STARTUP`` below) is one of these                    |
   | `words`    | every word appears in the template's literal text (case-insensitive)             |
 
-A template id beats a selector; among selectors the one with more keys wins, then the cause id's order.
+A template id beats a selector; among selectors the one with more keys wins (``words`` counts twice: what the
+message says is more specific than where it is raised), then the cause id's order.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "vllm": (
         ("arguments", ("vllm/config.py", "vllm/config/*", "vllm/engine/arg_utils.py",
                        "vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/cli/*", "vllm/utils/argparse_utils.py",
-                       "vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/utils.py")),
+                       "vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/utils.py",
+                       "vllm/entrypoints/launchers/*")),
         ("model-load", ("vllm/model_executor/model_loader/*", "vllm/transformers_utils/*",
                         "vllm/model_executor/models/registry.py", "vllm/model_executor/models/config.py",
                         "vllm/tokenizers/*", "vllm/multimodal/registry.py")),
@@ -44,7 +46,7 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("parsers", ("vllm/entrypoints/openai/tool_parsers/abstract_tool_parser.py",
                      "vllm/entrypoints/openai/tool_parsers/__init__.py", "vllm/tool_parsers/__init__.py",
                      "vllm/tool_parsers/abstract_tool_parser.py", "vllm/reasoning/__init__.py",
-                     "vllm/reasoning/abs_reasoning_parsers.py")),
+                     "vllm/reasoning/abs_reasoning_parsers.py", "vllm/parser/parser_manager.py")),
     ),
     "sglang": (
         ("arguments", ("sglang/srt/server_args.py", "sglang/srt/server_args_config_parser.py",
@@ -119,7 +121,8 @@ def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[int, str, str
             if "template" in sig:
                 ids.setdefault((sig["catalog"], sig["template"]), cause)
             elif "select" in sig:
-                selectors.append((-len(sig["select"]), cause, sig["catalog"], dict(sig["select"])))
+                rank = len(sig["select"]) + ("words" in sig["select"])  # the message's words say most
+                selectors.append((-rank, cause, sig["catalog"], dict(sig["select"])))
     selectors.sort(key=lambda s: (s[0], s[1]))
     return ids, tuple(selectors)
 
