@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import Any
 
 from doctor.versions import version_key
 
+#: The shape of what load() keeps in doctor.datacache; bumped when _parse() changes.
+_CACHE_FORMAT = 2
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "engines" / "errors"
 ENGINES = ("vllm", "sglang", "lower")
 #: The message types a log line is matched against for each engine (the layers below under both).
@@ -74,6 +77,7 @@ class TemplateMatch:
     in_release: bool  # False when the version is known and no site of that release prints it
     startup: bool  # raised where a server is being set up (docs/error-catalog.md says which modules)
     cause: str | None = None  # the cause the playbooks map the template to, or None (unmapped)
+    by_place: bool = False  # mapped by where it is raised (a start-up class), not by what it says
     severity: str = field(default="warning")
 
     @property
@@ -81,14 +85,38 @@ class TemplateMatch:
         return ", ".join(dict.fromkeys(s.where for s in self.sites))
 
 
+class _Entries(Mapping[str, dict[str, Any]]):
+    """Template id → its entry, each kept as its JSON text until first asked for: a log touches a few dozen of
+    the ~20,000 entries, and decoding them all would cost most of the load."""
+
+    def __init__(self, raw: dict[str, str]) -> None:
+        self._raw = raw
+        self._done: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, tid: str) -> dict[str, Any]:
+        entry = self._done.get(tid)
+        if entry is None:
+            entry = self._done[tid] = json.loads(self._raw[tid])
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._raw
+
+
 class Catalog:
     """One catalog's templates, indexed by their rarest literal word."""
 
-    def __init__(self, name: str, doc: dict[str, Any], index: dict[str, list[str]]) -> None:
+    def __init__(self, name: str, header: dict[str, Any], entries: dict[str, str], index: dict[str, list[str]]) -> None:
         self.name = name
-        self.releases: list[str] = [r["version"] for r in doc["header"]["releases"]]
-        self.header = doc["header"]
-        self.templates: dict[str, dict[str, Any]] = doc["templates"]
+        self.releases: list[str] = [r["version"] for r in header["releases"]]
+        self.header = header
+        self.templates = _Entries(entries)
         self.index = index
         self._order = {v: i for i, v in enumerate(self.releases)}
         self._regex: dict[str, re.Pattern[str]] = {}
@@ -161,8 +189,8 @@ def load(name: str) -> Catalog | None:
     from doctor.datacache import cached
 
     # kept as marshal between runs (doctor.datacache): decompressing and parsing the JSON costs ~10x more
-    data = cached(f"errors-{name}", [path, Path(__file__)], lambda: _parse(path))
-    return Catalog(name, data["doc"], data["index"])
+    data = cached(f"errors-{name}-{_CACHE_FORMAT}", [path, Path(__file__)], lambda: _parse(path))
+    return Catalog(name, data["header"], data["entries"], data["index"])
 
 
 def _parse(path: Path) -> dict[str, Any]:
@@ -178,7 +206,9 @@ def _parse(path: Path) -> dict[str, Any]:
     index: dict[str, list[str]] = {}
     for tid, ws in words.items():  # a template without a whole word is tried on every line (key "")
         index.setdefault(min(ws, key=lambda w: (freq[w], -len(w), w)) if ws else "", []).append(tid)
-    return {"doc": doc, "index": index}
+    entries = {tid: json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+               for tid, entry in doc["templates"].items()}
+    return {"header": doc["header"], "entries": entries, "index": index}
 
 
 def _words(parts: list[Any]) -> set[str]:
@@ -269,7 +299,7 @@ def _printed_at(catalog: Catalog, tid: str, at: int) -> bool:
 
 
 def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) -> TemplateMatch:
-    from doctor.logs.catalog_map import cause_for, is_startup
+    from doctor.logs.catalog_map import is_startup, mapping
 
     entry = catalog.templates[tid]
     holes = [p for p in entry["parts"] if not isinstance(p, str)]
@@ -284,9 +314,10 @@ def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) ->
     refusal = any(s.kind in ("raise", "curated") or s.type in ("error", "critical") for s in sites)
     # where it was raised decides: a start-up refusal stops the server; a later error fails work; a warning informs
     severity = "critical" if startup and refusal else "warning" if refusal else "info"
+    cause, select = mapping(catalog.name, tid, entry, sites)
     return TemplateMatch(catalog=catalog.name, template=tid, text=template_text(entry["parts"]),
                          message=m.group(0).strip(), values=values, ordered=ordered, since=since, until=until, sites=sites,
-                         in_release=in_release, startup=startup, cause=cause_for(catalog.name, tid, entry, sites),
+                         in_release=in_release, startup=startup, cause=cause, by_place=bool(select and "startup" in select),
                          severity=severity)
 
 

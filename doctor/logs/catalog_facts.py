@@ -54,6 +54,9 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             break
         kept.append(index)
         seen[m.template] = dict(describe(m), count=1)
+        if started is True and m.by_place:  # start-up code, but this server started: not what stopped it
+            seen[m.template].update(cause=None, severity="warning" if m.severity == "critical" else m.severity)
+            continue
         if started is False and m.severity == "warning":  # an error (not a warning) that ended the start
             seen[m.template]["severity"] = "critical"
         if m.cause:

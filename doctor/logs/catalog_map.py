@@ -38,8 +38,7 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                         "vllm/tokenizers/*", "vllm/multimodal/registry.py")),
         ("device-init", ("vllm/platforms/*", "vllm/worker/worker.py", "vllm/worker/worker_base.py",
                          "vllm/v1/worker/gpu_worker.py", "vllm/v1/worker/worker_base.py", "vllm/executor/*",
-                         "vllm/v1/executor/*", "vllm/distributed/parallel_state.py", "vllm/v1/engine/core.py",
-                         "vllm/v1/engine/utils.py", "vllm/v1/engine/core_client.py",
+                         "vllm/v1/executor/*", "vllm/distributed/parallel_state.py",
                          "vllm/distributed/device_communicators/pynccl*.py")),
         ("kv-sizing", ("vllm/v1/core/kv_cache_utils.py", "vllm/worker/cache_engine.py",
                        "vllm/core/block_manager*.py", "vllm/v1/core/kv_cache_manager.py")),
@@ -129,10 +128,16 @@ def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[int, str, str
 
 def cause_for(catalog: str, tid: str, entry: dict[str, Any], sites: Any = None) -> str | None:
     """The cause a template maps to (by id, else by the most specific selector), or None: unmapped."""
+    return mapping(catalog, tid, entry, sites)[0]
+
+
+def mapping(catalog: str, tid: str, entry: dict[str, Any],
+            sites: Any = None) -> tuple[str | None, dict[str, Any] | None]:
+    """The cause and the selector that chose it (None when by template id, or unmapped)."""
     ids, selectors = _signatures()
     if (catalog, tid) in ids:
-        return ids[(catalog, tid)]
+        return ids[(catalog, tid)], None
     for _n, cause, cat, select in selectors:
         if cat == catalog and selects(catalog, select, entry, sites):
-            return cause
-    return None
+            return cause, select
+    return None, None

@@ -261,7 +261,9 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
         scan.kept.update(kept)
         # a line a cause's own pattern already named is that cause's, not also its catalog class's
         more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
-        named += [m for m in more if m["cause"] not in {n["cause"] for n in named}]
+        for m in more:
+            if m["cause"] not in {n["cause"] for n in named}:
+                named.append(m)
         for m in more:
             if m not in named:
                 continue
