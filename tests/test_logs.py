@@ -20,6 +20,7 @@ from doctor.logs import read as log_read
 from doctor.logs.parse import log_facts
 from doctor.logs.read import read_log
 from doctor.logs.source import read_log_input, replay_excerpt, signatures
+from doctor.playbook.loader import load_playbooks
 
 VLLM = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu"
 SGLANG = SHARED_FIXTURES / "live" / "sglang-0.5.23-cpu"
@@ -211,15 +212,17 @@ def test_graph_capture_oom_is_not_also_a_startup_oom() -> None:
     assert facts["log.causes"] == ["cuda-graph-capture-oom"]
 
 
-def test_signatures_are_data_in_the_causes_catalog() -> None:
-    catalog = yaml.safe_load((ROOT / "playbooks" / "causes.yaml").read_text())["causes"]
-    declared = {cause for cause, body in catalog.items() if body.get("log_signatures")}
-    for path in (ROOT / "playbooks" / "causes").glob("*.yaml"):  # one file per cause (issue 20's layout)
-        if yaml.safe_load(path.read_text()).get("log_signatures"):
-            declared.add(path.stem)
+def test_signatures_are_data_in_the_cause_files() -> None:
+    declared = {path.stem for path in (ROOT / "playbooks" / "causes").glob("*.yaml")
+                if yaml.safe_load(path.read_text()).get("log_signatures")}
     assert declared == set(signatures())
-    for cause in declared:  # every cause a signature names is reachable from the launch-failure tree
-        assert f"value: {cause}}}" in (ROOT / "playbooks" / "launch-failure.yaml").read_text()
+    # every cause a signature names has its node in the launch-failure tree, generated from its file
+    tree = load_playbooks().playbooks["launch-failure"].tree
+    generated = {node["cause"] for node in tree if "log.causes" in json.dumps(node.get("when", {}))}
+    assert declared <= generated
+    hand_written = [line for line in (ROOT / "playbooks" / "launch-failure.yaml").read_text().splitlines()
+                    if line.startswith("  - when: {fact: log.causes, op: contains")]
+    assert hand_written == []
 
 
 # ------------------------------------------------------------------------------------------ big logs, pipes
@@ -282,7 +285,7 @@ def test_the_excerpt_replays_to_the_same_facts(path: str) -> None:
     from doctor.redact import redact_obj
 
     reading = read_log_input(str(VLLM / path))
-    # a snapshot redacts its extra section once more (doctor/snapshot.py): nothing may be left to change
+    # a snapshot redacts its extra section once more (doctor/sources/snapshot.py): nothing may be left to change
     assert redact_obj(reading.excerpt) == reading.excerpt
     replayed = replay_excerpt(json.loads(json.dumps(reading.excerpt)))
     assert replayed.facts.to_dict() == reading.facts.to_dict()
@@ -459,11 +462,11 @@ def test_collector_prefixes_change_nothing(tmp_path: Path, wrap: str) -> None:
 @requires_shared
 def test_a_log_on_standard_input_is_read_once_per_run() -> None:
     """`check --active --log -` and `snapshot --log -` gather more than once; standard input can be read only
-    once, so every gather after the first must see the same log facts (doctor.check.with_log_read)."""
+    once, so every gather after the first must see the same log facts (doctor.commands.check.with_log_read)."""
     log = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "tools-hermes" / "server.log"
     script = (
-        "from doctor.check import with_log_read\n"
-        "from doctor.sources import OfflineInputs, gather\n"
+        "from doctor.commands.check import with_log_read\n"
+        "from doctor.sources.offline import OfflineInputs, gather\n"
         "offline = with_log_read(OfflineInputs(log='-'))\n"
         "for _ in range(2):\n"
         "    facts = gather(offline).facts\n"

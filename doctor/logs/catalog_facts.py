@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from doctor.logs.catalog import TemplateMatch, scan
+from doctor.redact import redact_text
 
 #: Excerpt lines the facts quote at most (a crash loop prints the same refusal hundreds of times).
 MAX_MATCHES = 50
@@ -24,9 +25,10 @@ _KV_WORDINGS = (("stored in KV cache", ("max_model_len", "kv_tokens")),
 
 
 def describe(m: TemplateMatch) -> dict[str, Any]:
-    """A match as fact data: what a finding quotes."""
+    """A match as fact data: what a finding quotes (redacted before it is cut, so a replay of the redacted
+    excerpt cuts the same text)."""
     site = m.sites[0] if m.sites else None
-    return {"catalog": m.catalog, "template": m.template, "message": m.message[:300], "cause": m.cause,
+    return {"catalog": m.catalog, "template": m.template, "message": redact_text(m.message)[:300], "cause": m.cause,
             "severity": m.severity, "releases": f"{m.since}–{m.until}" if m.since != m.until else m.since,
             "where": m.where, "function": site.function if site else "", "guard": (site.guard or "always (no enclosing if)") if site else "",
             "type": site.type if site else "", "kind": site.kind if site else "", "startup": m.startup,
@@ -47,20 +49,19 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
     kept: list[int] = []
     named: list[dict[str, str]] = []
     for index, m in matches:
-        if m.template in seen:
-            seen[m.template]["count"] += 1
+        if m.template in seen:  # the first printing speaks for the rest (and the excerpt keeps only it)
             continue
         if len(seen) >= MAX_MATCHES:
             break
         kept.append(index)
-        seen[m.template] = dict(describe(m), count=1)
+        seen[m.template] = describe(m)
         if started is True and m.by_place:  # start-up code, but this server started: not what stopped it
             seen[m.template].update(cause=None, severity="warning" if m.severity == "critical" else m.severity)
             continue
         if started is False and m.severity == "warning":  # an error (not a warning) that ended the start
             seen[m.template]["severity"] = "critical"
         if m.cause:
-            named.append({"cause": m.cause, "line": m.message[:300]})
+            named.append({"cause": m.cause, "line": redact_text(m.message)[:300]})
             if m.cause == "kv-cache-too-small-for-max-len":
                 _kv_refusal(m, put)
     found = list(seen.values())

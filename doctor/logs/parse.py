@@ -253,24 +253,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
             "an error, and no line saying the server is ready" if "log.error" in facts
             else "no line saying the server is ready in the part of the log read")
     if signatures is not None:
-        named = _signatures(scan, put, engine, signatures) if signatures else []
-        from doctor.logs.catalog_facts import catalog_facts
-
-        kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put,
-                                    started=facts.get("log.started"))
-        scan.kept.update(kept)
-        # a line a cause's own pattern already named is that cause's, not also its catalog class's
-        more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
-        for m in more:
-            if m["cause"] not in {n["cause"] for n in named}:
-                named.append(m)
-        for m in more:
-            if m not in named:
-                continue
-            if f"log.seen.{m['cause'].replace('-', '_')}" not in facts:
-                put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
-        put("log.signatures", named, "lines matching the causes' log_signatures and the error catalogs")
-        put("log.causes", [m["cause"] for m in named], "causes named by their log signatures")
+        _named(scan, put, engine, signatures, log, facts)
     lines = [scan.rewritten.get(i) or _redact_line(scan.line(i)) for i in sorted(scan.kept)]
     excerpt = {"label": label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes, "lines": lines}
     return LogReading(facts, excerpt)
@@ -461,13 +444,34 @@ def _problems(scan: _Scan, put: Any) -> None:
         put("log.traceback", lines, "the last traceback")
 
 
+def _named(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]], log: LogText,
+           facts: Facts) -> None:
+    """``log.causes``: the causes the log names, by their regex signatures and by the error catalogs."""
+    from doctor.logs.catalog_facts import catalog_facts
+
+    named = _signatures(scan, put, engine, signatures) if signatures else []
+    kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put, started=facts.get("log.started"))
+    scan.kept.update(kept)
+    # a line a cause's own pattern already named is that cause's, not also its catalog class's
+    more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
+    for m in more:
+        if m["cause"] in {n["cause"] for n in named}:
+            continue
+        named.append(m)
+        put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
+    put("log.signatures", named, "lines matching the causes' log_signatures (playbooks/causes/) and the error catalogs")
+    put("log.causes", [m["cause"] for m in named], "causes named by their log signatures")
+
+
 def _signatures(scan: _Scan, put: Any, engine: str | None,
                 signatures: dict[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
-    """Which causes' regex log signatures (``log_signatures`` with a ``pattern``) the log carries."""
+    """Which causes' regex log signatures (playbooks/causes/<id>.yaml ``log_signatures`` with a ``pattern``) the
+    log carries; the error-catalog ones (``catalog``: issue 22) are matched line by line by
+    doctor.logs.catalog_facts."""
     matched: list[dict[str, str]] = []
     for cause, sigs in signatures.items():
         for sig in sigs:
-            if "pattern" not in sig:  # a catalog template or selector: doctor.logs.catalog_facts
+            if "pattern" not in sig:
                 continue
             if sig.get("engine", "any") not in ("any", engine) and engine is not None:
                 continue
