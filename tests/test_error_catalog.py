@@ -96,6 +96,25 @@ def test_the_kv_refusal_gives_the_length_that_fits_on_every_wording() -> None:
     assert old.ordered == (163840, 63040)
     assert any(s.file == "vllm/worker/worker.py" for s in old.sites)
     assert old.in_release and old.severity == "critical"
+    facts: dict = {}
+    from doctor.logs.catalog_facts import catalog_facts
+
+    catalog_facts([old.message], "vllm", "0.6.3", lambda k, v, _w: facts.__setitem__(k, v), started=False)
+    assert facts["log.kv_refusal.fits_max_model_len"] == 63040 and facts["log.kv_refusal.max_model_len"] == 163840
+
+    # 0.33.0's wording, rendered from its own template in the catalog (the estimate's sentence is the wheel's
+    # vllm/v1/core/kv_cache_planning.py:72-75, a variable the template's last hole takes)
+    catalog = cat.load("vllm")
+    tid = next(t for t in catalog.templates if "max seq len" in cat.template_text(catalog.templates[t]["parts"])
+               and cat._printed_at(catalog, t, catalog.release_index("0.33.0")))
+    values = iter(["163840", "10.00", "3.85", "Based on the available memory, the estimated maximum model length "
+                   "is 63040. "])
+    line = "".join(p if isinstance(p, str) else next(values) for p in catalog.templates[tid]["parts"])
+    facts.clear()
+    catalog_facts([line], "vllm", "0.33.0", lambda k, v, _w: facts.__setitem__(k, v), started=False)
+    assert facts["log.kv_refusal.needed_gib"] == 10.0 and facts["log.kv_refusal.available_gib"] == 3.85
+    assert facts["log.kv_refusal.fits_max_model_len"] == 63040  # the engine's own estimate wins
+    assert facts["log.catalog.matches"][0]["where"].startswith("vllm/v1/core/kv_cache_planning.py:")
 
 
 def test_public_logs_name_their_template_and_its_file() -> None:

@@ -74,9 +74,20 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
     return kept, named
 
 
+def _number(value: Any) -> int | float | None:
+    """A hole's value as a number: typed holes already are; a str hole that printed one (``format_gib(x)``, whose
+    type the generator cannot read from a call) is read here."""
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(str(value).replace(",", ""))
+    except ValueError:
+        return None
+
+
 def _kv_refusal(m: TemplateMatch, put: Any) -> None:
     names = next((n for words, n in _KV_WORDINGS if words in m.text), ())
-    numbers = [v for v in m.ordered if isinstance(v, (int, float))]
+    numbers = [v for v in map(_number, m.ordered) if v is not None]
     values = dict(zip(names, numbers, strict=False))
     what = f"vLLM's KV refusal ({m.where}, {m.since}–{m.until})"
     for key, value in values.items():

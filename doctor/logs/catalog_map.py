@@ -40,7 +40,7 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                          "vllm/v1/worker/gpu_worker.py", "vllm/v1/worker/worker_base.py", "vllm/executor/*",
                          "vllm/v1/executor/*", "vllm/distributed/parallel_state.py",
                          "vllm/distributed/device_communicators/pynccl*.py")),
-        ("kv-sizing", ("vllm/v1/core/kv_cache_utils.py", "vllm/worker/cache_engine.py",
+        ("kv-sizing", ("vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_planning.py", "vllm/worker/cache_engine.py",
                        "vllm/core/block_manager*.py", "vllm/v1/core/kv_cache_manager.py")),
         ("parsers", ("vllm/entrypoints/openai/tool_parsers/abstract_tool_parser.py",
                      "vllm/entrypoints/openai/tool_parsers/__init__.py", "vllm/tool_parsers/__init__.py",
