@@ -176,7 +176,8 @@ def test_an_unmapped_refusal_still_speaks_in_the_engines_words(tmp_path) -> None
     found = {f["id"]: f for f in doc["findings"]}
     assert found["engine-error-unplaced"]["severity"] == "critical", sorted(found)
     text = json.dumps(found["engine-error-unplaced"])
-    assert message[:40] in text and "sglang/srt/" in text
+    site = catalog.templates[tid]["sites"][-1]
+    assert message[:40] in text and f"{site['file']}:" in text and site["function"] in text
 
 
 # ------------------------------------------------------------------------------------------- selectors
