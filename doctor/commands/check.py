@@ -46,6 +46,8 @@ class CheckOptions:
     probes: tuple[str, ...] | None = None
     #: per-request deadline of the active probes (None: --timeout)
     active_timeout_s: float | None = None
+    #: --target-version V: also read the launch command as release V would (doctor/engines/upgrade.py)
+    target_version: str | None = None
 
 
 @dataclass
@@ -135,6 +137,12 @@ def run_check(opts: CheckOptions) -> CheckRun:
         live.update(result.facts)
     offline = _with_snapshot_inputs(opts.offline, extra) if opts.snapshot else opts.offline
     gathered = gather(offline, live=live if results else None)
+    if opts.target_version and gathered.command is not None:
+        from doctor.engines.upgrade import upgrade_facts
+
+        # the command as given, else the one the server's process or /server_info was read from
+        text = offline.command if offline.command is not None else gathered.command.render()
+        upgrade_facts(text, gathered.command, opts.target_version, gathered.facts)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     # Without a log, the branches only a log can decide are not "could not check" lines on every run.

@@ -50,6 +50,8 @@ class Cause:
     log_node: dict[str, Any] = field(default_factory=dict)
     #: scenario facts in, verdict out (the test suite runs them): ({symptom, facts, evidence, negative}, ...)
     cases: tuple[dict[str, Any], ...] = ()
+    #: the fix as flag operations `lint --fix` applies (doctor/fix/plan.py): ({op, flag, to, value, each, ...}, ...)
+    edits: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,7 @@ def _load_cause(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet,
         evidence=tuple(data.get("evidence", ())), source=where,
         log_signatures=tuple(data.get("log_signatures", ())), behaviour=dict(data.get("behaviour") or {}),
         log_node=dict(data.get("log_node") or {}), cases=tuple(data.get("cases", ())),
+        edits=tuple(data.get("edits", ())),
     )
     for index, sig in enumerate(data.get("log_signatures", ())):
         if "pattern" not in sig:
@@ -276,6 +279,11 @@ def _load_cause(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet,
     names.extend((cond["fact"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), []))
     names.extend((cond["ref"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), [])
                  if "ref" in cond)
+    for i, edit in enumerate(data.get("edits", ())):
+        names.extend((key, at("edits", i, part)) for part in ("flag", "to", "value") if part in edit
+                     for key in placeholders(str(edit[part])))
+        if "each" in edit:
+            names.append((edit["each"], at("edits", i, "each")))
     for i, case in enumerate(data.get("cases", ())):
         for part in ("facts", "negative"):
             names.extend((key, at("cases", i, part, key)) for key in case.get(part) or {})
