@@ -459,6 +459,11 @@ def _named(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list
             continue
         named.append(m)
         put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
+    refusals = facts.get("log.catalog.unmapped_refusals")
+    if refusals and named:  # a cause already explains the failure: the unplaced errors stay in log.catalog.unmapped
+        put("log.catalog.unmapped_refusals", [], "none: the causes the log names explain the failure")
+    elif refusals:  # never silent: the engine's own error is the finding (engine-error-unplaced)
+        named.append({"cause": "engine-error-unplaced", "line": refusals[0]["message"]})
     put("log.signatures", named, "lines matching the causes' log_signatures (playbooks/causes/) and the error catalogs")
     put("log.causes", [m["cause"] for m in named], "causes named by their log signatures")
 
