@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from doctor.humanize import readable
+from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
@@ -40,6 +41,9 @@ def _header(result: LintResult) -> list[str]:
         lines.append(f"model: unknown — {facts.unknown_reason('model')}")
     if "gpu.name" in facts:
         lines.append(f"gpus: {facts.get('gpu.count') or '?'}× {facts.get('gpu.name')} (sm_{facts.get('gpu.sm')})")
+    summary = capacity_summary(facts)
+    if summary:
+        lines.append(f"fit: {summary}")
     return lines
 
 
