@@ -256,8 +256,8 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
             else "no line saying the server is ready in the part of the log read")
-    if signatures:
-        _signatures(scan, put, engine, signatures)
+    if signatures is not None:
+        _named(scan, put, engine, signatures, log, facts)
     lines = [scan.rewritten.get(i) or _redact_line(scan.line(i)) for i in sorted(scan.kept)]
     excerpt = {"label": label, "total_bytes": log.total_bytes, "skipped_bytes": log.skipped_bytes, "lines": lines}
     return LogReading(facts, excerpt)
@@ -469,42 +469,50 @@ def _xid_events(scan: _Scan, put: Any) -> None:
         put("log.xid_events", events[-MAX_ITEMS:], "NVRM: Xid lines (the kernel log)")
 
 
-def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:
-    """Which causes' log signatures (playbooks/causes/<id>.yaml ``log_signatures``) the log carries.
+def _named(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]], log: LogText,
+           facts: Facts) -> None:
+    """``log.causes``: the causes the log names, by their regex signatures and by the error catalogs."""
+    from doctor.logs.catalog_facts import catalog_facts
 
-    A signature is a regular expression (``pattern``), or an error-catalog template (``catalog``: issue 22), which
-    ``doctor.logs.catalog.search(signature, text, engine)`` matches where that module exists (until then it names
-    nothing).
-    """
-    catalog = _catalog_matcher()
+    named = _signatures(scan, put, engine, signatures) if signatures else []
+    kept, more = catalog_facts(log.lines, engine, facts.get("log.version"), put, started=facts.get("log.started"))
+    scan.kept.update(kept)
+    # a line a cause's own pattern already named is that cause's, not also its catalog class's
+    more = [m for m in more if not any(m["line"] in n["line"] or n["line"] in m["line"] for n in named)]
+    for m in more:
+        if m["cause"] in {n["cause"] for n in named}:
+            continue
+        named.append(m)
+        put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
+    refusals = facts.get("log.catalog.unmapped_refusals")
+    if refusals and named:  # a cause already explains the failure: the unplaced errors stay in log.catalog.unmapped
+        put("log.catalog.unmapped_refusals", [], "none: the causes the log names explain the failure")
+    elif refusals:  # never silent: the engine's own error is the finding (engine-error-unplaced)
+        named.append({"cause": "engine-error-unplaced", "line": refusals[0]["message"]})
+    put("log.signatures", named, "lines matching the causes' log_signatures (playbooks/causes/) and the error catalogs")
+    put("log.causes", [m["cause"] for m in named], "causes named by their log signatures")
+
+
+def _signatures(scan: _Scan, put: Any, engine: str | None,
+                signatures: dict[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
+    """Which causes' regex log signatures (playbooks/causes/<id>.yaml ``log_signatures`` with a ``pattern``) the
+    log carries; the error-catalog ones (``catalog``: issue 22) are matched line by line by
+    doctor.logs.catalog_facts."""
     matched: list[dict[str, str]] = []
     for cause, sigs in signatures.items():
         for sig in sigs:
             if "pattern" not in sig:
-                m = catalog(sig, scan.text, engine) if catalog is not None else None
-            elif sig.get("engine", "any") not in ("any", engine) and engine is not None:
                 continue
-            else:
-                m = re.search(sig["pattern"], scan.text, re.M)
+            if sig.get("engine", "any") not in ("any", engine) and engine is not None:
+                continue
+            m = re.search(sig["pattern"], scan.text, re.M)
             if m:
                 scan.keep(m)
                 line = _strip_prefix(scan.line(scan.line_of(m.end() - 1))).strip()[:300]
                 matched.append({"cause": cause, "line": line})
                 put(f"log.seen.{cause.replace('-', '_')}", line, f"the line that names {cause}")
                 break
-    put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes/)")
-    put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")
-
-
-def _catalog_matcher() -> Any:
-    """The error-catalog matcher (doctor/logs/catalog.py, issue 22), or None while it does not exist."""
-    import importlib.util
-
-    if importlib.util.find_spec("doctor.logs.catalog") is None:
-        return None
-    from doctor.logs import catalog  # type: ignore[attr-defined]
-
-    return catalog.search
+    return matched
 
 
 #: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``, a hybrid model's ``#full token: 350592``):

@@ -18,6 +18,7 @@ import pytest
 from conftest import SHARED_FIXTURES
 
 from doctor.engines.sglang_maxlen import sglang_context_len
+from doctor.logs.catalog import match_line
 from realengine.conftest import EngineHarness, unavailable
 from realengine.sglang_server import SGLANG, VERSION, exec_command
 from realengine.vllm_engine import findings, llmdoctor
@@ -60,6 +61,11 @@ def test_context_above_the_model_is_starting_then_refused(engines: EngineHarness
     assert status == 1, server.tail()
     assert ("ValueError: Warning: User-specified context_length (16384) is greater than the derived context_length "
             "(8192).") in server.log, server.tail()
+    # the refusal is the error catalog's template, at the file:line of the installed release's wheel
+    said = next(text for text in server.log.splitlines() if "User-specified context_length (16384)" in text)
+    match = match_line(said, "sglang", VERSION)
+    assert match is not None and match.in_release and match.cause == "context-length-over-model-limit", match
+    assert match.where == "sglang/srt/configs/model_config.py:1314", match.where
     _lint_names(server.log, flags, "context-length-over-model-limit")
     # the engine's own log, handed over after the fact
     logged = llmdoctor("check", "--log", str(server.log_path), "--format", "json")

@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from doctor.logs.catalog import match_line
 from realengine.vllm_engine import VLLM, lint_json, llmdoctor, model_dir
 
 pytestmark = pytest.mark.realengine
@@ -43,6 +44,15 @@ REFUSALS = [
 
 
 LOG_CAUSE = {"sglang-flag": "unknown-flag"}
+# The refusal's template in the error catalog (doctor/engines/errors/vllm.json.gz) and the file:line of the
+# installed release it must be matched to (read from the vLLM 0.32.0 wheel by tools/gen_errors.py). Argparse's
+# own refusals (exit 2) are CPython's, not vLLM's; the max-model-len message is built in a variable (no template).
+CATALOG_SITES = {
+    "auto-tool-choice-without-parser": ("vllm-c3cd1df022", "vllm/entrypoints/launchers/cli_args.py:524"),
+    "unknown-tool-parser": ("vllm-aef12e19a4", "vllm/entrypoints/launchers/launcher.py:362"),
+    "llama3-json-without-python-tag": ("vllm-6c62c9627b", "vllm/parser/parser_manager.py:94"),
+    "unknown-reasoning-parser": ("vllm-4349de4d9d", "vllm/reasoning/abs_reasoning_parsers.py:247"),
+}
 
 
 @pytest.mark.parametrize("case,flags,env,status,line,cause", REFUSALS, ids=[r[0] for r in REFUSALS])
@@ -51,6 +61,12 @@ def test_the_engine_refuses_and_lint_names_the_cause(engines, case, flags, env, 
     assert refused.returncode == status, f"exit {refused.returncode}; log tail:\n{refused.log[-3000:]}"
     assert line in refused.log, f"{line!r} not in the log; tail:\n{refused.log[-3000:]}"
     assert "Application startup complete" not in refused.log
+    if case in CATALOG_SITES:  # the line is the template the catalog read from this release's wheel, at its line
+        template, site = CATALOG_SITES[case]
+        said = next(text for text in refused.log.splitlines() if line in text)
+        match = match_line(said, "vllm", VLLM.version)
+        assert match is not None and match.template == template and match.in_release, (said, match)
+        assert site in match.where, (site, match.where)
 
     # The same command, as an operator would paste it, read offline.
     command = " ".join(["vllm", "serve", str(model_dir()), "--max-num-seqs", "4", "--dtype", "bfloat16", *flags])

@@ -1,0 +1,105 @@
+"""The error catalogs' facts for one log: which engine templates it printed, the causes they map to, the
+values their holes held, and the engine's own errors no cause names (issue 22, docs/error-catalog.md).
+
+Mapped templates join ``log.causes`` (the same list the causes' regex signatures fill), so the symptom
+trees need nothing new for them. A template no cause claims still speaks: ``log.catalog.unmapped`` lists it
+with its release range, file:line, function and guarding condition, and the start-up refusals among them
+are ``log.catalog.unmapped_refusals`` (critical: the engine refused to start for a reason no rule names).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from doctor.logs.catalog import TemplateMatch, scan
+from doctor.redact import redact_text
+
+#: Excerpt lines the facts quote at most (a crash loop prints the same refusal hundreds of times).
+MAX_MATCHES = 50
+#: vLLM's KV refusal, by wording: the numbers its holes hold, in the order of the text (vllm 0.6
+#: worker/worker.py ``_check_if_can_support_max_seq_len``: max len, KV tokens; 0.7+ v1/core/kv_cache_utils.py:
+#: max len, GiB needed, GiB available — the hole names vary with the expression, the order does not).
+_KV_WORDINGS = (("stored in KV cache", ("max_model_len", "kv_tokens")),
+                ("KV cache is needed", ("max_model_len", "needed_gib", "available_gib")))
+
+
+def describe(m: TemplateMatch) -> dict[str, Any]:
+    """A match as fact data: what a finding quotes (redacted before it is cut, so a replay of the redacted
+    excerpt cuts the same text)."""
+    site = m.sites[0] if m.sites else None
+    return {"catalog": m.catalog, "template": m.template, "message": redact_text(m.message)[:300], "cause": m.cause,
+            "severity": m.severity, "releases": f"{m.since}–{m.until}" if m.since != m.until else m.since,
+            "where": m.where, "function": site.function if site else "", "guard": (site.guard or "always (no enclosing if)") if site else "",
+            "type": site.type if site else "", "kind": site.kind if site else "", "startup": m.startup,
+            "in_release": m.in_release}
+
+
+def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, version: str | None,
+                  put: Any, *, started: bool | None = None) -> tuple[list[int], list[dict[str, str]]]:
+    """Put the ``log.catalog.*`` and ``log.kv_refusal.*`` facts; return the line indices to keep in the
+    excerpt and the causes named as (cause, line) pairs.
+
+    ``started`` is the log's own verdict (``log.started``): an engine error in a log whose server never said it
+    was ready is a start-up refusal wherever in the engine it was raised."""
+    matches = scan(lines, engine, version)
+    if not matches:
+        return [], []
+    seen: dict[str, dict[str, Any]] = {}
+    kept: list[int] = []
+    named: list[dict[str, str]] = []
+    for index, m in matches:
+        if m.template in seen:  # the first printing speaks for the rest (and the excerpt keeps only it)
+            continue
+        if len(seen) >= MAX_MATCHES:
+            break
+        kept.append(index)
+        seen[m.template] = describe(m)
+        if started is True and m.by_place:  # start-up code, but this server started: not what stopped it
+            seen[m.template].update(cause=None, severity="warning" if m.severity == "critical" else m.severity)
+            continue
+        if started is False and m.severity == "warning":  # an error (not a warning) that ended the start
+            seen[m.template]["severity"] = "critical"
+        if m.cause:
+            named.append({"cause": m.cause, "line": redact_text(m.message)[:300]})
+            if m.cause == "kv-cache-too-small-for-max-len":
+                _kv_refusal(m, put)
+    found = list(seen.values())
+    put("log.catalog.matches", found, "lines that match an engine's own error or warning template")
+    unmapped = [f for f in found if not f["cause"]]
+    put("log.catalog.unmapped", unmapped, "engine errors and warnings no cause names")
+    put("log.catalog.unmapped_refusals", [f for f in unmapped if f["severity"] == "critical"],
+        "engine errors that ended the start (raised in start-up code, or in a log that never got ready) no cause "
+        "names")
+    return kept, named
+
+
+def _number(value: Any) -> int | float | None:
+    """A hole's value as a number: typed holes already are; a str hole that printed one (``format_gib(x)``, whose
+    type the generator cannot read from a call) is read here."""
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(str(value).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _kv_refusal(m: TemplateMatch, put: Any) -> None:
+    names = next((n for words, n in _KV_WORDINGS if words in m.text), ())
+    numbers = [v for v in map(_number, m.ordered) if v is not None]
+    values = dict(zip(names, numbers, strict=False))
+    what = f"vLLM's KV refusal ({m.where}, {m.since}–{m.until})"
+    for key, value in values.items():
+        put(f"log.kv_refusal.{key}", value, what)
+    fits = values.get("kv_tokens")
+    estimated = m.values.get("estimated_msg")
+    if isinstance(estimated, str):
+        found = re.search(r"maximum model length is (\d+)", estimated)
+        if found:
+            fits = int(found.group(1))
+    if fits is None and {"max_model_len", "needed_gib", "available_gib"} <= values.keys() and values["needed_gib"]:
+        # KV memory grows linearly with the length: what fits is the length scaled by available / needed
+        fits = int(values["max_model_len"] * values["available_gib"] / values["needed_gib"])
+    if fits is not None:
+        put("log.kv_refusal.fits_max_model_len", int(fits), f"{what}: the --max-model-len the KV cache holds")
