@@ -42,10 +42,30 @@ def test_small_fleet_backfills_and_report_names_each_kind(tmp_path: Path) -> Non
     assert not named["healthy"] & {"kv-cache-exhausted", "max-num-seqs-limit", "kv-filling-fast"}
 
 
-def test_chart_points_shrink_only_for_large_fleets() -> None:
-    from doctor.report.collect import MAX_CHART_POINTS, MIN_CHART_POINTS, Window, chart_points
+@requires_prometheus
+def test_a_fleet_past_the_detail_limit_is_charted_as_its_band_and_its_worst(tmp_path: Path) -> None:
+    from doctor.report.collect import DETAIL_CHARTS
 
-    assert chart_points(1) == chart_points(100) == MAX_CHART_POINTS  # reports up to ~330 instances unchanged
-    assert chart_points(1000) == 120 and chart_points(100_000) == MIN_CHART_POINTS
-    day = Window(86400, 60, 900, 0)
-    assert day.chart_step == 240 and Window(86400, 60, 900, 0, chart_points(1000)).chart_step == 720
+    size = DETAIL_CHARTS + 11
+    info = build(tmp_path / "fleet", size, 3, 60, str(PROMTOOL))
+    with PrivatePrometheus(tmp_path, data=tmp_path / "fleet" / "data") as prom:
+        doc, _findings = run(ReportOptions(prometheus=prom.url, since="3h", until=str(info["end"])))
+    charted = [i for i in doc["instances"] if i["charts"]]
+    assert len(doc["instances"]) == size and len(charted) == DETAIL_CHARTS
+    assert all(i["findings"] for i in charted)  # the worst ones; a healthy instance is in the band only
+    assert {i["worst"] for i in charted} >= {"critical"}
+    band = doc["fleet_charts"]["kv_usage"]
+    assert set(band) == {"median", "p95", "max"}
+    # Prometheus's max across the fleet is at least every charted instance's value at the same moment
+    top = {t: v for t, v in band["max"] if v is not None}
+    for inst in charted:
+        for t, v in inst["charts"]["kv_usage"]["KV cache usage"]:
+            if v is not None and t in top:
+                assert v <= top[t] + 1e-9, (inst["instance"], t)
+    median = dict(band["median"])
+    assert all(median[t] <= top[t] + 1e-9 for t in top if median.get(t) is not None)
+    assert any("each chart shows the fleet" in note for note in doc["notes"])
+    # GPU charts only for the charted instances' hosts: the {gpusel} matcher reached Prometheus
+    hosts = {i["instance"].rsplit(":", 1)[0] for i in charted}
+    gpu_query = next(q["query"] for q in doc["queries"]["list"] if q["label"] == "chart: GPU utilization per GPU")
+    assert all(h.replace(".", "\\\\.") in gpu_query for h in hosts)
