@@ -69,7 +69,7 @@ def main() -> None:
 
     from fleet_history import EXPECT
     from support.measure import run_measured
-    from support.prometheus import PrivatePrometheus
+    from support.tsdb import PrivatePrometheus
 
     end = prepare(args.keep, args.instances, args.hours, args.step)
     with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=args.keep / "data") as prom:
