@@ -43,7 +43,7 @@ def test_small_fleet_backfills_and_report_names_each_kind(tmp_path: Path) -> Non
 
 
 @requires_prometheus
-def test_a_fleet_past_the_detail_limit_is_charted_as_its_band_and_its_worst(tmp_path: Path) -> None:
+def test_a_fleet_past_the_detail_limit_is_drawn_as_its_spread_and_its_worst(tmp_path: Path) -> None:
     from doctor.report.collect import DETAIL_CHARTS
 
     size = DETAIL_CHARTS + 11
@@ -52,19 +52,25 @@ def test_a_fleet_past_the_detail_limit_is_charted_as_its_band_and_its_worst(tmp_
         doc, _findings = run(ReportOptions(prometheus=prom.url, since="3h", until=str(info["end"])))
     charted = [i for i in doc["instances"] if i["charts"]]
     assert len(doc["instances"]) == size and len(charted) == DETAIL_CHARTS
-    assert all(i["findings"] for i in charted)  # the worst ones; a healthy instance is in the band only
+    assert all(i["findings"] for i in charted)  # the worst ones; a healthy instance is only in the spread
     assert {i["worst"] for i in charted} >= {"critical"}
-    band = doc["fleet_charts"]["kv_usage"]
-    assert set(band) == {"median", "p95", "max"}
-    # Prometheus's max across the fleet is at least every charted instance's value at the same moment
-    top = {t: v for t, v in band["max"] if v is not None}
-    for inst in charted:
-        for t, v in inst["charts"]["kv_usage"]["KV cache usage"]:
-            if v is not None and t in top:
-                assert v <= top[t] + 1e-9, (inst["instance"], t)
-    median = dict(band["median"])
-    assert all(median[t] <= top[t] + 1e-9 for t in top if median.get(t) is not None)
-    assert any("each chart shows the fleet" in note for note in doc["notes"])
+    # the detail facts (no playbook reads them) only for those, and each other instance says why not
+    for inst in doc["instances"]:
+        facts = inst["facts"]
+        if inst["charts"]:
+            assert "metrics.ttft_p99" in facts["facts"], inst["instance"]
+        else:
+            assert "metrics.ttft_p99" not in facts["facts"]
+            assert facts["errors"]["metrics.ttft_p99"].startswith(f"asked only for the {DETAIL_CHARTS} instances")
+    detail_queries = [q for q in doc["queries"]["list"] if q["label"] == "metrics.ttft_p99"]
+    assert len(detail_queries) == 1 and 'instance=~"' in detail_queries[0]["query"]
+    assert detail_queries[0]["series"] == DETAIL_CHARTS  # Prometheus answered for those only
+    # the spread counts every instance once, from the facts the diagnosis read
+    spread = {c["id"]: c for c in doc["fleet_charts"]}
+    kv = spread["kv_usage"]
+    assert sum(b["instances"] for b in kv["bins"]) + kv["unknown"] == size and kv["unknown"] == 0
+    exhausted = sum(1 for i in doc["instances"] if i["facts"]["facts"]["metrics.kv_usage"]["value"] > 0.9)
+    assert kv["bins"][-1]["instances"] == exhausted > 0
     # GPU charts only for the charted instances' hosts: the {gpusel} matcher reached Prometheus
     hosts = {i["instance"].rsplit(":", 1)[0] for i in charted}
     gpu_query = next(q["query"] for q in doc["queries"]["list"] if q["label"] == "chart: GPU utilization per GPU")

@@ -15,6 +15,7 @@ walk over ten thousand instances' facts cost seconds.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,7 +25,15 @@ from doctor.facts import Facts
 from doctor.findings import SEVERITIES, Finding, worst_severity
 from doctor.playbook.engine import Diagnosis
 from doctor.report.client import PromClient
-from doctor.report.collect import CHARTS, DETAIL_CHARTS, Collected, Window, host_of, instance_facts
+from doctor.report.collect import (
+    CHARTS,
+    DETAIL_CHARTS,
+    Collected,
+    Window,
+    detail_facts,
+    host_of,
+    instance_facts,
+)
 from doctor.report.promql import Catalog, Selector, format_duration
 from doctor.report.targets import LiveResult
 
@@ -81,10 +90,13 @@ def charted(results: list[InstanceResult]) -> list[str]:
     return [r.instance for r in ranked[:DETAIL_CHARTS]]
 
 
-def attach_charts(results: list[InstanceResult], collected: Collected) -> None:
-    """Each charted instance's series, thinned, with breaks where the data has holes."""
+def attach_detail(results: list[InstanceResult], collected: Collected, catalog: Catalog) -> None:
+    """Each closely looked-at instance's detail facts and chart series (thinned, with breaks where the data
+    has holes)."""
     for result in results:
-        result.charts = _charts_of(collected, result.instance)
+        detail_facts(collected, result.instance, catalog, result.facts)
+        if result.instance in collected.detailed:
+            result.charts = _charts_of(collected, result.instance)
 
 
 def merge(live: Facts | None, history: Facts) -> Facts:
@@ -175,9 +187,37 @@ def document(*, client: PromClient, window: Window, selector: Selector, results:
         "instances": [_instance(r) for r in results],
         "unchecked": _unchecked(results),
         "charts": [{"id": cid, "fact": key, "title": title, "unit": unit} for cid, key, title, unit in CHARTS],
-        "fleet_charts": {cid: {band: _points(thin(points, 2.5 * collected.chart_steps.get(cid, step)))
-                               for band, points in bands.items()} for cid, bands in collected.fleet_charts.items()},
+        "fleet_charts": distributions(results) if len(results) > DETAIL_CHARTS else [],
     }
+
+
+#: A fleet past DETAIL_CHARTS is drawn as how its instances spread over each of these facts (already read for
+#: the diagnosis: no query): (id, fact, title, unit, upper bounds of the bins).
+DISTRIBUTIONS = (
+    ("kv_usage", "metrics.kv_usage", "KV cache usage (p95)", "ratio", tuple(i / 10 for i in range(1, 11))),
+    ("queued", "metrics.queued", "Queued requests (p95)", "count", (0, 1, 10, 100, 1000, math.inf)),
+    ("preemptions", "metrics.preemptions_per_s", "Preemptions per second", "rate", (0, 0.001, 0.01, 0.1, 1, math.inf)),
+    ("gpu_util", "gpu.util_max", "Busiest GPU's utilization", "ratio", tuple(i / 10 for i in range(1, 11))),
+)
+
+
+def distributions(results: list[InstanceResult]) -> list[dict[str, Any]]:
+    """For each DISTRIBUTIONS fact, how many instances fall in each bin (``to`` inclusive), and how many do
+    not have it."""
+    out = []
+    for chart_id, key, title, unit, bounds in DISTRIBUTIONS:
+        counts, unknown = [0] * len(bounds), 0
+        for result in results:
+            value = result.facts.get(key)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                unknown += 1
+                continue
+            counts[next((i for i, top in enumerate(bounds) if value <= top), len(bounds) - 1)] += 1
+        lows = (-math.inf, *bounds[:-1])
+        out.append({"id": chart_id, "fact": key, "title": title, "unit": unit, "unknown": unknown,
+                    "bins": [{"from": None if math.isinf(lo) else lo, "to": None if math.isinf(hi) else hi,
+                              "instances": n} for lo, hi, n in zip(lows, bounds, counts, strict=True)]})
+    return out
 
 
 def _points(points: list[Point]) -> list[list[float | None]]:

@@ -45,13 +45,12 @@ CHARTS = (
 )
 #: Points per chart series: about one per pixel of a chart (Prometheus would give up to 11,000; more only costs).
 MAX_CHART_POINTS = 360
-#: Instances charted one by one. A larger fleet gets one band per chart (median, 95th percentile and maximum
-#: across the fleet at each point, computed by Prometheus) and charts of its worst DETAIL_CHARTS instances:
-#: a line per instance of ten thousand is neither readable nor cheap (most of a large report's memory and
-#: query time were its chart points: bench/bench_report_fleet.py).
+#: Instances looked at closely: charted one by one, and asked the facts no playbook reads (``detail: true`` in
+#: promql.yaml: latencies, token rates). A larger fleet is drawn as distributions of its instances' facts
+#: (analysis.py, no query) with its DETAIL_CHARTS worst instances charted: a line per instance of ten thousand
+#: is neither readable nor cheap, and a fleet-wide range query reads every sample of the window again (at 1,000
+#: instances one took 10-30 s: bench/bench_report_fleet.py).
 DETAIL_CHARTS = 24
-#: The fleet band's series, each an aggregation over the instances at every point.
-BANDS = (("median", "quantile(0.5, {q})"), ("p95", "quantile(0.95, {q})"), ("max", "max({q})"))
 #: A chart query that exceeds its budget is asked again with this many times fewer points (then given up).
 DEGRADE_FACTOR = 4
 DEGRADE_TRIES = 2
@@ -111,12 +110,12 @@ class Collected:
     errors: dict[str, str] = field(default_factory=dict)
     #: the charts of the instances charted one by one (all of a small fleet, the worst of a large one)
     charts: ChartData = field(default_factory=dict)
-    #: chart id → band (median, p95, max) → points: the whole fleet in one chart (a fleet past DETAIL_CHARTS)
-    fleet_charts: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
     #: chart id → seconds between its points (the window's, or coarser where the query had to be degraded)
     chart_steps: dict[str, float] = field(default_factory=dict)
     #: what the reader should know about the charts (a degraded query, a fleet summarised)
     notes: list[str] = field(default_factory=list)
+    #: the instances asked the detail facts and charted (collect_detail)
+    detailed: set[str] = field(default_factory=set)
 
     def any_data(self) -> bool:
         return bool(self.instances)
@@ -129,30 +128,32 @@ def collect(client: PromClient, catalog: Catalog, window: Window, params: Params
     report_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
                            lookback=window.since)
     asks = [_ask_entry(client, catalog, entry, window, report_params, out)
-            for entry in catalog.entries.values() if entry.report is not None]
+            for entry in catalog.entries.values() if entry.report is not None and not entry.detail]
     asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
     _run_all(asks)
     return out
 
 
-def collect_charts(client: PromClient, catalog: Catalog, window: Window, params: Params, out: Collected,
+def collect_detail(client: PromClient, catalog: Catalog, window: Window, params: Params, out: Collected,
                    detail: list[str]) -> None:
-    """The charts of ``detail`` (instances, worst first), and the fleet band when the fleet is larger than
-    that: a bounded plan (at most 2 × len(CHARTS) range queries, whatever the fleet's size), each under its
-    own budget and degraded to fewer points rather than lost."""
-    whole = len(detail) >= len(out.instances)
-    hosts = sorted({host_of(i) for i in detail})
-    detail_params = params
-    if not whole:
-        detail_params = replace(params, selector=params.selector.with_matcher("instance", "=~", _alternation(detail)),
-                                gpu_hosts=tuple(hosts))
-    asks = [_ask_chart(client, catalog, chart_id, key, title, window, detail_params, out)
-            for chart_id, key, title, _unit in CHARTS] if detail else []
-    if not whole:
-        asks += [_ask_band(client, catalog, chart_id, key, title, window, params, out)
-                 for chart_id, key, title, _unit in CHARTS]
-        out.notes.append(f"{len(out.instances)} instances: each chart shows the fleet (median, 95th percentile and "
-                         f"maximum across instances) and the {len(detail)} worst instances one by one")
+    """The facts no playbook reads and the charts, for ``detail`` (instances, worst first) only: a bounded
+    plan (one query per detail fact and per chart, whatever the fleet's size), matched to those instances so
+    Prometheus reads only their series; each chart under its own budget, degraded to fewer points rather
+    than lost."""
+    if not detail:
+        return
+    out.detailed = set(detail)
+    if len(detail) < len(out.instances):
+        params = replace(params, selector=params.selector.with_matcher("instance", "=~", _alternation(detail)),
+                         gpu_hosts=tuple(sorted({host_of(i) for i in detail})))
+        out.notes.append(f"{len(out.instances)} instances: charted, and asked their latencies and token rates, "
+                         f"are the {len(detail)} most in need of a look; the fleet is drawn as distributions")
+    fact_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
+                         lookback=window.since)
+    asks = [_ask_entry(client, catalog, entry, window, fact_params, out)
+            for entry in catalog.entries.values() if entry.report is not None and entry.detail]
+    asks += [_ask_chart(client, catalog, chart_id, key, title, window, params, out)
+             for chart_id, key, title, _unit in CHARTS]
     _run_all(asks)
 
 
@@ -278,22 +279,6 @@ def _ask_chart(client: PromClient, catalog: Catalog, chart_id: str, key: str, ti
                 lambda exc: out.errors.setdefault(f"chart {chart_id}", str(exc)))
 
 
-def _ask_band(client: PromClient, catalog: Catalog, chart_id: str, key: str, title: str, window: Window,
-              params: Params, out: Collected) -> _Ask:
-    """The fleet in one chart: the median, 95th percentile and maximum over every series at each point."""
-    def query(p: Params) -> str:
-        chain = catalog.chain(key, p, catalog.inline)
-        return " or ".join(f'label_replace({agg.format(q=chain)}, "band", "{name}", "", "")' for name, agg in BANDS)
-
-    def apply(answer: tuple[list[Sample], float]) -> None:
-        samples, _step = answer
-        out.fleet_charts[chart_id] = {s.labels.get("band", "?"): list(s.points) for s in samples
-                                      if s.labels.get("band")}
-
-    return _Ask(lambda: _degrading_range(client, f"fleet chart: {title}", query, window, params, out), apply,
-                lambda exc: out.errors.setdefault(f"fleet chart {chart_id}", str(exc)))
-
-
 def _degrading_range(client: PromClient, label: str, query: Callable[[Params], str], window: Window,
                      params: Params, out: Collected) -> tuple[list[Sample], float]:
     """A range query at the window's chart step; when it exceeds its budget, again with DEGRADE_FACTOR times
@@ -349,10 +334,8 @@ def instance_facts(collected: Collected, instance: str, catalog: Catalog) -> Fac
         assert fill is not None
         facts.set("metrics.time_to_full_s", None, f"{fill.source} <= 0: not filling", observed=True)
     for key in _known_keys(catalog):
-        if key in facts:
-            continue
-        reason = collected.errors.get(key) or _absent_reason(key, catalog)
-        facts.error(key, reason)
+        if key not in facts:
+            facts.error(key, collected.errors.get(key) or _absent_reason(key, catalog))
     for namespace, why in NOT_IN_HISTORY.items():
         facts.error(namespace, why)
     return facts
@@ -378,8 +361,30 @@ def _gpu_order(gpu: str) -> tuple[int, str]:
 
 
 def _known_keys(catalog: Catalog) -> list[str]:
-    keys = [e.key for e in catalog.entries.values() if e.report is not None and e.is_fact]
+    keys = [e.key for e in catalog.entries.values() if e.report is not None and e.is_fact and not e.detail]
     return keys + [f.key for f in catalog.label_facts]
+
+
+def detail_facts(collected: Collected, instance: str, catalog: Catalog, facts: Facts) -> None:
+    """The detail facts (latencies, token rates: no playbook reads them), added after the diagnosis: their
+    values for a closely looked-at instance, else why each is unknown."""
+    if instance not in collected.detailed:
+        for entry in catalog.entries.values():
+            if entry.detail and entry.is_fact:
+                facts.error(entry.key, f"asked only for the {DETAIL_CHARTS} instances the report looks at closely "
+                                       "(no playbook reads it; llmdoctor check --endpoint reads it live)")
+        return
+    observed = collected.instances.get(instance, {})
+    for entry in catalog.entries.values():
+        if entry.detail and entry.kind != "list":
+            obs = observed.get(entry.key)
+            if obs is not None:
+                facts.set(entry.key, obs.value, obs.source, observed=True)
+    _gpu_lists(facts, {key: per_gpu for key, per_gpu in collected.hosts.get(host_of(instance), {}).items()
+                       if catalog.entries[key].detail})
+    for entry in catalog.entries.values():
+        if entry.detail and entry.is_fact and entry.key not in facts:
+            facts.error(entry.key, collected.errors.get(entry.key) or _absent_reason(entry.key, catalog))
 
 
 def _absent_reason(key: str, catalog: Catalog) -> str:

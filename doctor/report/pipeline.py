@@ -33,9 +33,9 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
     from doctor.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
-    from doctor.report.analysis import analyze, attach_charts, charted, document, iso
+    from doctor.report.analysis import analyze, attach_detail, charted, document, iso
     from doctor.report.client import connect
-    from doctor.report.collect import Window, collect, collect_charts
+    from doctor.report.collect import Window, collect, collect_detail
     from doctor.report.promql import Params, Selector, load_catalog, parse_duration
     from doctor.report.targets import look
 
@@ -74,13 +74,13 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
         live = look(specs, collected.instances, timeout_s=options.probe_timeout_s,
                     playbook_dirs=options.playbook_dirs)
         results = analyze(collected, catalog, pbset, live, window)
-        # the charts last: which instances get one depends on what the diagnosis found
+        # the detail last: which instances get a close look depends on what the diagnosis found
         started = time.perf_counter()
-        collect_charts(client, catalog, window, params, collected, charted(results))
+        collect_detail(client, catalog, window, params, collected, charted(results))
         elapsed += time.perf_counter() - started
     finally:
         client.close()
-    attach_charts(results, collected)
+    attach_detail(results, collected, catalog)
     doc = document(client=client, window=window, selector=selector, results=results, collected=collected,
                    catalog=catalog, elapsed_s=elapsed)
     return doc, [finding(f) for f in doc["findings"]]

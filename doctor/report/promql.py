@@ -166,6 +166,8 @@ class Entry:
     report: str | None = None
     absent: str | None = None
     note: str | None = None
+    #: no playbook reads it: the report asks it only for the instances it looks at closely (collect.py)
+    detail: bool = False
 
     @property
     def is_fact(self) -> bool:
@@ -236,7 +238,7 @@ class Catalog:
                     templates[name] = str(body[source])
         by = tuple(body.get("by", ("instance",)))
         return Entry(key, templates, body.get("kind", "number"), by, tuple(body.get("or_on", by)),
-                     body.get("report"), body.get("absent"), body.get("note"))
+                     body.get("report"), body.get("absent"), body.get("note"), bool(body.get("detail", False)))
 
     def _check(self) -> None:
         """Our own data must be right: a family or reference typo here would silently read nothing."""

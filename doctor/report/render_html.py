@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterator
 from typing import Any
 
-from doctor.report.svg import legend, line_chart
+from doctor.report.svg import bar_chart, legend, line_chart
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, key_facts, slug
 
 SECTIONS = ("summary", "findings", "instances", "unchecked", "queries", "problems")
@@ -92,24 +92,29 @@ def _summary(doc: dict[str, Any]) -> str:
         out += [f"<tr><td><code>{_e(c)}</code></td><td>{_instance_list(insts)}</td></tr>"
                 for c, insts in s["causes"].items()]
         out.append("</table>")
-    fleet = doc.get("fleet_charts") or {}
-    if fleet:
-        w = doc["window"]
-        out.append('<h3>The fleet</h3><div class="charts">')
-        for chart in doc["charts"]:
-            bands = fleet.get(chart["id"])
-            if not bands:
-                continue
-            svg = line_chart({k: [(p[0], p[1]) for p in v] for k, v in bands.items()}, start=w["start_s"],
-                             end=w["end_s"], title=chart["title"], unit=chart["unit"],
-                             threshold=KV_THRESHOLD if chart["id"] == "kv_usage" else None)
-            out.append(f'<figure class="chart" data-fleet-chart="{_e(chart["id"])}">{svg}'
-                       f'<figcaption>{_e(chart["title"])} across the fleet (<code>{_e(chart["fact"])}</code>) '
-                       f'{legend(list(bands))}</figcaption></figure>')
+    if doc.get("fleet_charts"):
+        out.append('<h3>How the fleet spreads</h3><div class="charts">')
+        for chart in doc["fleet_charts"]:
+            bars = [(_bin_label(b, chart["unit"]), b["instances"]) for b in chart["bins"]]
+            unknown = f", {chart['unknown']} without it" if chart["unknown"] else ""
+            out.append(f'<figure class="chart" data-fleet-chart="{_e(chart["id"])}">'
+                       f'{bar_chart(bars, title=chart["title"])}<figcaption>instances by {_e(chart["title"])} '
+                       f'(<code>{_e(chart["fact"])}</code>){_e(unknown)}</figcaption></figure>')
         out.append("</div>")
     out += [f'<p class="muted">{_e(note)}</p>' for note in doc.get("notes", [])]
     out.append("</section>")
     return "".join(out)
+
+
+def _bin_label(b: dict[str, Any], unit: str) -> str:
+    def show(v: float) -> str:
+        return f"{v * 100:.0f}%" if unit == "ratio" else f"{v:g}"
+
+    if b["to"] is None:
+        return f"> {show(b['from'])}"
+    if b["from"] is None:
+        return f"≤ {show(b['to'])}"
+    return f"≤ {show(b['to'])}" if unit == "ratio" else f"{show(b['from'])}–{show(b['to'])}"
 
 
 #: Instances named inline in the summary; a longer list is counted, its first ones linked.
