@@ -3,14 +3,21 @@
 A fleet check must finish in about one timeout even when some servers never answer: targets run
 concurrently (a pool much wider than the usual number of dead hosts), each bounded by its own timeout, and
 only the HTTP probes run (the process and NVML probes describe *this* host, not the targets). Results keep
-facts and findings only, so memory stays flat however many targets there are.
+facts and findings only (no raw answers, no "could not check" lists), so memory stays flat however many
+targets there are.
+
+Past PROCESS_FROM targets the fleet is dealt out to one worker process per CPU, each with its own pool: a
+target costs ~6 ms of Python (parsing its /metrics, running the playbooks), so one interpreter would cap a
+10,000-target check at one core (bench/bench_fleet.py). Targets are dealt round-robin, so hung ones spread
+over the workers, and the results come back in the file's order.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +29,8 @@ if TYPE_CHECKING:
 SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
+#: From this many targets the check runs in one worker process per CPU (below it, starting them costs more).
+PROCESS_FROM = 500
 FLEET_PROBES = ("server", "metrics")
 _TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
 
@@ -123,14 +132,46 @@ def load_targets(path: str) -> list[TargetSpec]:
 
 
 def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[str, ...] = (),
-              playbook_dirs: tuple[str, ...] = (), workers: int = MAX_WORKERS) -> FleetRun:
+              playbook_dirs: tuple[str, ...] = (), workers: int = MAX_WORKERS, processes: int | None = None
+              ) -> FleetRun:
+    """Every target checked, in the given order; ``processes`` defaults to one per CPU past PROCESS_FROM."""
     from doctor.playbook.loader import load_playbooks
 
     specs = list(specs)
-    load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        results = list(pool.map(lambda s: check_target(s, timeout_s, symptoms, playbook_dirs), specs))
+    load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network (and before any fork)
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if len(specs) >= PROCESS_FROM else 1
+    processes = max(1, min(processes, len(specs)))
+    if processes == 1:
+        return FleetRun(_run_pool(specs, timeout_s, symptoms, playbook_dirs, workers))
+    import multiprocessing
+
+    # fork: the workers inherit the loaded playbooks and imports instead of paying for them again
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        parts = pool.starmap(_run_pool, [(specs[i::processes], timeout_s, symptoms, playbook_dirs, workers)
+                                         for i in range(processes)])
+    results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
+    for i, part in enumerate(parts):
+        results[i::processes] = part
     return FleetRun(results)
+
+
+def _run_pool(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+              workers: int) -> list[TargetResult]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+        return list(pool.map(lambda s: _compact(check_target(s, timeout_s, symptoms, playbook_dirs)), specs))
+
+
+def _compact(result: TargetResult) -> TargetResult:
+    """What a fleet keeps of one target: its facts and findings; the probes' raw answers and the diagnosis'
+    "could not check" lists (most of a result's size) are dropped, as no fleet output reads them."""
+    if result.run is None:
+        return result
+    run = result.run
+    from doctor.facts import Facts
+
+    probes = [replace(p, raw={}, facts=Facts()) for p in run.probes]
+    return replace(result, run=replace(run, probes=probes, diagnosis=replace(run.diagnosis, unchecked=[])))
 
 
 def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
