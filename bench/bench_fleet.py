@@ -129,7 +129,7 @@ def main() -> int:
             targets.write_text("".join(f"- {ep}\n" for ep in endpoints))
             rows = []
             for _ in range(args.repeat):
-                ref = reference(endpoints, args.timeout, MAX_WORKERS * processes)
+                ref = reference([f"http://{ep}" for ep in endpoints], args.timeout, MAX_WORKERS * processes)
                 run = measured_check(targets, args.timeout, Path(tmp) / "fleet.json")
                 assert run["rc"] in (0, 1), run
                 rows.append({**run, "ref": ref})

@@ -159,24 +159,25 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
 def _run_pool(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
               workers: int) -> list[TargetResult]:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        return list(pool.map(lambda s: _compact(check_target(s, timeout_s, symptoms, playbook_dirs)), specs))
+        return list(pool.map(lambda s: _compact(check_target(s, timeout_s, symptoms, playbook_dirs, unchecked=False)),
+                             specs))
 
 
 def _compact(result: TargetResult) -> TargetResult:
-    """What a fleet keeps of one target: its facts and findings; the probes' raw answers and the diagnosis'
-    "could not check" lists (most of a result's size) are dropped, as no fleet output reads them."""
+    """What a fleet keeps of one target: its facts and findings; the probes' raw answers (most of a result's
+    size) are dropped, as no fleet output reads them (nor the "could not check" lists, not collected)."""
     if result.run is None:
         return result
     run = result.run
     from doctor.facts import Facts
 
-    probes = [replace(p, raw={}, facts=Facts()) for p in run.probes]
-    return replace(result, run=replace(run, probes=probes, diagnosis=replace(run.diagnosis, unchecked=[])))
+    return replace(result, run=replace(run, probes=[replace(p, raw={}, facts=Facts()) for p in run.probes]))
 
 
-def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
-                 ) -> TargetResult:
-    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert)."""
+def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+                 unchecked: bool = True) -> TargetResult:
+    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert);
+    ``unchecked=False``: findings only (a fleet's outputs show no "could not check" lines)."""
     from doctor.check import CheckOptions, run_check
     from doctor.sources import OfflineInputs
 
@@ -191,7 +192,7 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
                                 log=spec.log)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
-                                     probes=FLEET_PROBES))
+                                     probes=FLEET_PROBES, unchecked=unchecked))
     except DoctorError as exc:
         return TargetResult(spec, error=str(exc))
     return TargetResult(spec, run)
