@@ -54,6 +54,8 @@ def test_a_fleet_past_the_detail_limit_is_drawn_as_its_spread_and_its_worst(tmp_
     assert len(doc["instances"]) == size and len(charted) == DETAIL_CHARTS
     assert all(i["findings"] for i in charted)  # the worst ones; a healthy instance is only in the spread
     assert {i["worst"] for i in charted} >= {"critical"}
+    assert doc["notes"] == [f"{size} instances: charted, and asked their latencies and token rates, are the "
+                            f"{DETAIL_CHARTS} with findings most in need of a look; the fleet is drawn as distributions"]
     # the detail facts (no playbook reads them) only for those, and each other instance says why not
     for inst in doc["instances"]:
         facts = inst["facts"]
@@ -61,7 +63,7 @@ def test_a_fleet_past_the_detail_limit_is_drawn_as_its_spread_and_its_worst(tmp_
             assert "metrics.ttft_p99" in facts["facts"], inst["instance"]
         else:
             assert "metrics.ttft_p99" not in facts["facts"]
-            assert facts["errors"]["metrics.ttft_p99"].startswith(f"asked only for the {DETAIL_CHARTS} instances")
+            assert facts["errors"]["metrics.ttft_p99"].startswith(f"asked only for the (at most {DETAIL_CHARTS})")
     detail_queries = [q for q in doc["queries"]["list"] if q["label"] == "metrics.ttft_p99"]
     assert len(detail_queries) == 1 and 'instance=~"' in detail_queries[0]["query"]
     assert detail_queries[0]["series"] == DETAIL_CHARTS  # Prometheus answered for those only

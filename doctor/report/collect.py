@@ -140,14 +140,16 @@ def collect_detail(client: PromClient, catalog: Catalog, window: Window, params:
     plan (one query per detail fact and per chart, whatever the fleet's size), matched to those instances so
     Prometheus reads only their series; each chart under its own budget, degraded to fewer points rather
     than lost."""
+    if len(detail) < len(out.instances):
+        out.notes.append(f"{len(out.instances)} instances: charted, and asked their latencies and token rates, "
+                         f"are the {len(detail)} with findings most in need of a look; the fleet is drawn as "
+                         "distributions")
     if not detail:
         return
     out.detailed = set(detail)
     if len(detail) < len(out.instances):
         params = replace(params, selector=params.selector.with_matcher("instance", "=~", _alternation(detail)),
                          gpu_hosts=tuple(sorted({host_of(i) for i in detail})))
-        out.notes.append(f"{len(out.instances)} instances: charted, and asked their latencies and token rates, "
-                         f"are the {len(detail)} most in need of a look; the fleet is drawn as distributions")
     fact_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
                          lookback=window.since)
     asks = [_ask_entry(client, catalog, entry, window, fact_params, out)
@@ -371,8 +373,9 @@ def detail_facts(collected: Collected, instance: str, catalog: Catalog, facts: F
     if instance not in collected.detailed:
         for entry in catalog.entries.values():
             if entry.detail and entry.is_fact:
-                facts.error(entry.key, f"asked only for the {DETAIL_CHARTS} instances the report looks at closely "
-                                       "(no playbook reads it; llmdoctor check --endpoint reads it live)")
+                facts.error(entry.key, f"asked only for the (at most {DETAIL_CHARTS}) instances with findings the "
+                                       "report looks at closely (no playbook reads it; llmdoctor check --endpoint "
+                                       "reads it live)")
         return
     observed = collected.instances.get(instance, {})
     for entry in catalog.entries.values():
