@@ -11,8 +11,9 @@ interleaved:
 * the **reference**: every endpoint's /metrics fetched by ``urllib`` from as many threads as the check uses
   in all (64 per worker process), with the same timeout: what the fleet costs to read at all;
 * the **check**: the console script ``check --targets FILE --format json`` (stdout to a file), its
-  wall time and the peak of the summed RSS of its whole process tree (the worker processes included, sampled
-  every 50 ms from /proc), and its CPU time (kernel rusage of the child and its reaped workers).
+  wall time and the peak of the summed PSS of its whole process tree (the worker processes included, sampled
+  every 50 ms from /proc; proportional set size, so a page a forked worker shares with its parent counts
+  once), and its CPU time (kernel rusage of the child and its reaped workers).
 
 Printed: min / median / max of each over the runs, and check ÷ reference.
 """
@@ -51,13 +52,14 @@ with MultiPortServer(routes, healthy=int(sys.argv[2]), dead=int(sys.argv[3])) as
 
 
 def tree_rss_kb(pid: int) -> int:
-    """Summed VmRSS of ``pid`` and all its descendants."""
+    """Summed PSS of ``pid`` and all its descendants: forked workers share their parent's pages, which a sum
+    of RSS would count once per process (PSS splits each shared page between its sharers)."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            rollup = Path(f"/proc/{p}/smaps_rollup").read_text()
+            total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, StopIteration):
@@ -66,7 +68,7 @@ def tree_rss_kb(pid: int) -> int:
 
 
 def measured_check(targets: Path, timeout: float, out: Path) -> dict[str, float]:
-    """The console script, its wall time, the peak RSS of its process tree and its CPU seconds."""
+    """The console script, its wall time, the peak PSS of its process tree and its CPU seconds."""
     started = time.perf_counter()
     before = os.times()
     with out.open("wb") as sink:
@@ -142,7 +144,7 @@ def main() -> int:
           f"{MAX_WORKERS} threads; {doc['summary']['reachable']} reachable; {len(rows)} runs, min / median / max:")
     print(f"  reference (urllib /metrics of every target, {MAX_WORKERS * processes} threads): {spread(col['ref'])} s")
     print(f"  check --targets (console script):  {spread(col['wall'])} s wall, {spread(col['rss'], '.0f')} MiB "
-          f"peak RSS of the process tree, {spread(col['cpu'])} CPU-s")
+          f"peak PSS of the process tree, {spread(col['cpu'])} CPU-s")
     print(f"  check ÷ reference:                 {spread([r['wall'] / r['ref'] for r in rows], '.2f')}")
     print(f"  CPU per target: {1000 * statistics.median(col['cpu']) / args.targets:.2f} ms "
           f"(on {processes} core(s) at once)")

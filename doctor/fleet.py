@@ -31,6 +31,8 @@ MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 #: From this many targets the check runs in one worker process per CPU (below it, starting them costs more).
 PROCESS_FROM = 500
+#: Targets a worker checks before handing their results back (its pool stays full: CHUNK > MAX_WORKERS).
+CHUNK = 256
 FLEET_PROBES = ("server", "metrics")
 _TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
 
@@ -146,14 +148,25 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
         return FleetRun(_run_pool(specs, timeout_s, symptoms, playbook_dirs, workers))
     import multiprocessing
 
+    # Dealt in rounds of CHUNK targets per worker (round-robin within a round, so hung targets spread): a worker
+    # hands each round's results back as it finishes it, never holding thousands at once.
+    rounds = [list(range(start, min(start + CHUNK * processes, len(specs))))
+              for start in range(0, len(specs), CHUNK * processes)]
+    tasks = [[r[i::processes] for i in range(processes)] for r in rounds]
+    flat = [indices for round_ in tasks for indices in round_ if indices]
+    results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
     # fork: the workers inherit the loaded playbooks and imports instead of paying for them again
     with multiprocessing.get_context("fork").Pool(processes) as pool:
-        parts = pool.starmap(_run_pool, [(specs[i::processes], timeout_s, symptoms, playbook_dirs, workers)
-                                         for i in range(processes)])
-    results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
-    for i, part in enumerate(parts):
-        results[i::processes] = part
+        parts = pool.imap(_run_pool_star, [([specs[i] for i in indices], timeout_s, symptoms, playbook_dirs, workers)
+                                           for indices in flat])
+        for indices, part in zip(flat, parts, strict=True):
+            for index, result in zip(indices, part, strict=True):
+                results[index] = result
     return FleetRun(results)
+
+
+def _run_pool_star(args: tuple[list[TargetSpec], float, tuple[str, ...], tuple[str, ...], int]) -> list[TargetResult]:
+    return _run_pool(*args)
 
 
 def _run_pool(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
