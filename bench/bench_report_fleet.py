@@ -95,7 +95,7 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
     return f"{min(values):{fmt}} / {statistics.median(values):{fmt}} / {max(values):{fmt}}"
 
 
-def bench(keep: Path, repeat: int) -> dict[str, float]:
+def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
     from fleet_history import EXPECT
     from support.measure import run_measured
     from support.tsdb import PrivatePrometheus
@@ -109,7 +109,7 @@ def bench(keep: Path, repeat: int) -> dict[str, float]:
             ref = reference(prom.url, end, hours)
             before = _cpu_s(prom.process.pid)
             run = run_measured(["report", "--prometheus", prom.url, "--since", f"{hours:g}h", "--until", str(end),
-                                "-o", str(out)], timeout=600)
+                                "--timeout", f"{timeout:g}", "-o", str(out)], timeout=1800)
             assert run.rc in (0, 1), run.describe()
             rows.append({"ref": ref, "wall": run.elapsed_s, "rss": run.max_rss_kb / 1024, "cpu": run.cpu_s,
                          "prom_cpu": _cpu_s(prom.process.pid) - before})
@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=30, help="the report's --timeout (seconds per query)")
     args = parser.parse_args()
     if args.build is not None:
         from fleet_history import build
@@ -157,7 +158,7 @@ def main() -> None:
         if promtool is None:
             sys.exit("promtool not installed (Debian: apt-get install prometheus)")
         build(args.data[0], args.build, args.hours, args.step, promtool)
-    sizes = [bench(keep, args.repeat) for keep in args.data]
+    sizes = [bench(keep, args.repeat, args.timeout) for keep in args.data]
     if len(sizes) > 1:
         base = sizes[0]
         print("\ncost per instance against the first size (1.0 = linear):")
