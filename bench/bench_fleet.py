@@ -111,7 +111,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    from doctor.fleet import MAX_WORKERS, PROCESS_FROM
+    from doctor.commands.fleet import MAX_WORKERS, PROCESS_FROM
 
     dead = int(args.targets * args.dead)
     processes = len(os.sched_getaffinity(0)) if args.targets >= PROCESS_FROM else 1

@@ -216,10 +216,13 @@ def test_signatures_are_data_in_the_cause_files() -> None:
     declared = {path.stem for path in (ROOT / "playbooks" / "causes").glob("*.yaml")
                 if yaml.safe_load(path.read_text()).get("log_signatures")}
     assert declared == set(signatures())
-    # every cause a signature names has its node in the launch-failure tree, generated from its file
-    tree = load_playbooks().playbooks["launch-failure"].tree
-    generated = {node["cause"] for node in tree if "log.causes" in json.dumps(node.get("when", {}))}
-    assert declared <= generated
+    # every cause a signature names has its node in its symptom's tree (log_node.symptom, else launch-failure),
+    # generated from its file
+    pbset = load_playbooks()
+    for cause_id in declared:
+        symptom = pbset.causes[cause_id].log_node.get("symptom", "launch-failure")
+        tree = pbset.playbooks[symptom].tree
+        assert cause_id in {node.get("cause") for node in tree if "log.causes" in json.dumps(node.get("when", {}))}
     hand_written = [line for line in (ROOT / "playbooks" / "launch-failure.yaml").read_text().splitlines()
                     if line.startswith("  - when: {fact: log.causes, op: contains")]
     assert hand_written == []
@@ -285,7 +288,7 @@ def test_the_excerpt_replays_to_the_same_facts(path: str) -> None:
     from doctor.redact import redact_obj
 
     reading = read_log_input(str(VLLM / path))
-    # a snapshot redacts its extra section once more (doctor/snapshot.py): nothing may be left to change
+    # a snapshot redacts its extra section once more (doctor/sources/snapshot.py): nothing may be left to change
     assert redact_obj(reading.excerpt) == reading.excerpt
     replayed = replay_excerpt(json.loads(json.dumps(reading.excerpt)))
     assert replayed.facts.to_dict() == reading.facts.to_dict()
@@ -462,11 +465,11 @@ def test_collector_prefixes_change_nothing(tmp_path: Path, wrap: str) -> None:
 @requires_shared
 def test_a_log_on_standard_input_is_read_once_per_run() -> None:
     """`check --active --log -` and `snapshot --log -` gather more than once; standard input can be read only
-    once, so every gather after the first must see the same log facts (doctor.check.with_log_read)."""
+    once, so every gather after the first must see the same log facts (doctor.commands.check.with_log_read)."""
     log = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "tools-hermes" / "server.log"
     script = (
-        "from doctor.check import with_log_read\n"
-        "from doctor.sources import OfflineInputs, gather\n"
+        "from doctor.commands.check import with_log_read\n"
+        "from doctor.sources.offline import OfflineInputs, gather\n"
         "offline = with_log_read(OfflineInputs(log='-'))\n"
         "for _ in range(2):\n"
         "    facts = gather(offline).facts\n"

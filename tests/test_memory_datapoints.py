@@ -1,7 +1,7 @@
 """The memory model against KV cache sizes the engines logged in public threads (tests/data/kv_datapoints.yaml).
 
 Each data point is an excerpt of a real report (cited by URL); the model is llmdoctor's own path: the real config
-through doctor/model (KV layout per engine release, doctor/model/memory.py), the GPU catalog, doctor/fit.py.
+through doctor/model (KV layout per engine release, doctor/model/memory.py), the GPU catalog, doctor/model/fit.py.
 Two checks (see the table's header): `layout` predicts the tokens from the memory the engine logged; `full`
 predicts them from the catalog GPU, the utilization and llmdoctor's weights and non-KV estimate.
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,7 +53,7 @@ class Result:
 
 
 def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
-    from doctor.sources import model_facts_for
+    from doctor.sources.offline import model_facts_for
 
     flags = point["flags"]
     if "config_facts" in point:
@@ -64,8 +65,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
     card, facts = model_facts_for(name, kv_cache_dtype=flags.get("kv_cache_dtype"), engine=point["engine"],
                                   raw=raw, engine_version=point["version"], served=point.get("served"),
                                   launch_quantization=flags.get("quantization"))
-    # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources.py)
-    from doctor.sources import float32_facts, online_fp8_facts
+    # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources/offline.py)
+    from doctor.derive.precision import float32_facts, online_fp8_facts
 
     for key, flag in (("launch.quantization", "quantization"), ("launch.flags.dtype", "dtype"),
                       ("launch.kv_cache_dtype", "kv_cache_dtype")):
@@ -77,9 +78,9 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _layout(point: dict[str, Any]) -> Any:
-    """One engine instance's layout (doctor/fit.py), per GPU: a DP rank holds its own pool (vLLM -dp, SGLang's
+    """One engine instance's layout (doctor/model/fit.py), per GPU: a DP rank holds its own pool (vLLM -dp, SGLang's
     DP attention), experts split over ``ep``."""
-    from doctor.fit import Layout
+    from doctor.model.fit import Layout
 
     flags = point["flags"]
     tp, pp, dp, ep = flags.get("tp", 1), flags.get("pp", 1), flags.get("dp", 1), flags.get("ep", 1)
@@ -89,7 +90,7 @@ def _layout(point: dict[str, Any]) -> Any:
 
 
 def _per_gpu_bytes(point: dict[str, Any], facts: Any) -> float:
-    from doctor.fit import kv_bytes_per_token_per_gpu
+    from doctor.model.fit import kv_bytes_per_token_per_gpu
 
     per_gpu = kv_bytes_per_token_per_gpu(facts, _layout(point))
     assert per_gpu, point["id"]
@@ -143,7 +144,7 @@ def _gpu(point: dict[str, Any]) -> Any:
 
 
 def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
-    from doctor.fit import weights_per_gpu
+    from doctor.model.fit import weights_per_gpu
     from doctor.model.memory import non_kv_bytes, on_nvswitch
 
     flags, logged = point["flags"], point["logged"]
@@ -156,7 +157,8 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           max_num_seqs=flags.get("max_num_seqs"),
                           max_model_len=flags.get("max_model_len") or flags.get("context_length"),
                           gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
-                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
+                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
+                          enforce_eager=bool(flags.get("enforce_eager")))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
     if "gpu_blocks" not in logged and "tokens" not in logged:
@@ -260,7 +262,7 @@ def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
     pads the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding
     lands within 1 % of the logged weights, and without the padding misses by > 7 %. From 0.11.0 an H100 runs the
     Triton backend (intermediate to 64: no padding for 2880), an A100 still Marlin, a B200 FlashInfer (assumed)."""
-    from doctor.fit import Layout, weights_per_gpu
+    from doctor.model.fit import Layout, weights_per_gpu
     from doctor.model.memory import mxfp4_padding_bytes
 
     point = next(p for p in datapoints() if p["id"] == "vllm-23278-gpt-oss-120b-h100-090")
@@ -311,6 +313,16 @@ def test_cuda_graph_memory_follows_the_release() -> None:
     assert old is not None and new is not None
     assert "captured after the KV pool is sized" in old.source
     assert "takes its measured CUDA graph memory off the KV pool" in new.source
+    assert old.cudagraphs == 0 and new.cudagraphs == int(0.84 * GIB) and new.total == old_total(new) + new.cudagraphs
+    eager = non_kv_bytes(card, "vllm", "0.33.0", enforce_eager=True)
+    assert eager is not None and eager.cudagraphs == 0 and "--enforce-eager" in eager.source
+
+
+def old_total(found: Any) -> int:
+    """A NonKV's total without its CUDA graph term."""
+    from dataclasses import replace
+
+    return replace(found, cudagraphs=0).total
 
 
 @requires_shared
@@ -320,7 +332,7 @@ def test_hybrid_state_follows_the_release() -> None:
     pool, so it is no longer non-KV memory. A model without recurrent state never gets the term."""
     from doctor.model.kvcache import state_bytes_per_sequence
     from doctor.model.memory import non_kv_bytes
-    from doctor.sources import model_facts_for
+    from doctor.sources.offline import model_facts_for
 
     path = SHARED_FIXTURES / "configs" / "ai21labs__Jamba-v0.1.json"
     card, _ = model_facts_for(str(path), kv_cache_dtype=None, engine="vllm",
@@ -460,3 +472,32 @@ def test_check_sizes_float32_padding_layers_and_bitsandbytes_from_the_launch() -
     qwen = facts("Qwen__Qwen2.5-7B.json", "vllm serve /models/Qwen2.5-7B-Instruct-bnb-4bit --quantization bitsandbytes")
     assert 5.0 * GIB < qwen["model.weight_bytes"][0] < 5.4 * GIB  # vllm issue 13882 logged 5.20 GiB
     assert "bitsandbytes" in qwen["model.weight_bytes"][1] and "assumed" in qwen["model.weight_bytes"][1]
+
+
+@requires_shared
+def test_the_generated_error_record_is_current() -> None:
+    """doctor/model/capacity_record.json (every printed band reads it) and docs/plan.md's per-stratum table are
+    regenerated from this table by one command; a data point or a model change that moves a prediction makes
+    them stale until `python tools/capacity_record.py` is run."""
+    import subprocess
+
+    tool = Path(__file__).resolve().parents[1] / "tools" / "capacity_record.py"
+    result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+GOAL_SHARE, GOAL_STRATUM_MIN = 0.85, 10
+
+
+@requires_shared
+@pytest.mark.xfail(strict=True, reason="issue 25's goal is not reached yet (docs/plan.md, error record): MoE, "
+                   "vLLM and the whole record are below 85 % within ±15 %; strict: passing means remove this mark")
+def test_full_predictions_reach_the_goal_in_every_stratum() -> None:
+    """Issue 25's bar: within ±15 % on at least 85 % overall and in every stratum with at least 10 points."""
+    from doctor.model.band import STRATA
+
+    rows = json.loads((Path(__file__).resolve().parents[1] / "doctor" / "model" / "capacity_record.json")
+                      .read_text(encoding="utf-8"))["runs"]
+    groups = [rows] + [[r for r in rows if r[key] == value] for key in STRATA for value in {r[key] for r in rows}]
+    below = [(len(g), sum(abs(r["error"]) <= TOLERANCE for r in g)) for g in groups if len(g) >= GOAL_STRATUM_MIN]
+    assert all(within / n >= GOAL_SHARE for n, within in below), below

@@ -108,11 +108,11 @@ def _render(doc: dict, fmt: str, written: str | None = None, indent: int | None 
             indent = 1
         yield from json_chunks(doc, indent or None)
     elif fmt == "html":
-        from doctor.report.render_html import html_chunks
+        from doctor.render.report_html import html_chunks
 
         yield from html_chunks(doc)
     else:
-        from doctor.report.render_text import markdown_report, text_summary
+        from doctor.render.report_text import markdown_report, text_summary
 
         yield markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
 

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from doctor.humanize import readable
+from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
-    from doctor.check import CheckRun
+    from doctor.commands.check import CheckRun
     from doctor.probes.base import ProbeResult
 
 
@@ -41,7 +42,7 @@ def _verdict(run: CheckRun) -> str:
 
 def _probe_summary(run: CheckRun) -> str:
     """Every probe on one line; a failure's reason shown once, here (the unreachable reason goes to stderr)."""
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     parts = []
     for probe in run.probes:
@@ -58,7 +59,7 @@ def _probe_summary(run: CheckRun) -> str:
 
 
 def _probe_lines(run: CheckRun) -> list[str]:
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     lines = []
     for probe in run.probes:
@@ -115,6 +116,9 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
         budget = _active_budget(run)
         if budget:
             out += labelled("active", budget.removeprefix("active probes: "), cols, indent=0)
+    summary = capacity_summary(run.facts)
+    if summary:
+        out += labelled("capacity", summary, cols, indent=0)
     out += [line for n in run.gathered.notes for line in labelled("note", n, cols, indent=0)]
     findings, unchecked = run.diagnosis.findings, run.diagnosis.unchecked
     if run.unreachable:
@@ -146,7 +150,7 @@ def _probe_row(p: ProbeResult, moot: str | None) -> str:
 
 
 def check_markdown(run: CheckRun) -> str:
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     out = [f"## {_summary(run)}", ""]
     if run.probes:
