@@ -13,7 +13,8 @@ real config is there, else the case runs without a config (counted under "config
 
 Scored: top-1 (the first finding is an expected cause), top-3 (one of the first three is), per symptom and
 per engine; false leads blamed (a case marked `false_lead` whose innocent suspects appear among the findings);
-silent answers (no finding, or exit 0, for a reported symptom); and the confusion list (what was named first
+silent answers (no finding and no never-silent answer — unplaced lines and a differential — for a reported
+symptom); and the confusion list (what was named first
 instead, per expected cause). `--batch 1` restricts the run to batch 1 — batch 2 is measured blind, once, by
 the lead. `--check-baseline FILE` exits 1 when the worked batches' top-3 fell more than 2 points below the
 committed figure (.ci/run calls it).
@@ -82,6 +83,9 @@ class Outcome:
     exit_code: int
     config_missing: bool
     error: str = ""
+    #: check's never-silent answer (llmdoctor.check/1 `unexplained`): unplaced log lines quoted and a
+    #: differential, for a reported symptom no cause explains
+    unexplained: bool = False
     top1: bool = field(init=False)
     top3: bool = field(init=False)
 
@@ -99,7 +103,9 @@ class Outcome:
     def silent(self) -> bool:
         if HEALTHY in self.case.expected:
             return False
-        return not self.named or self.exit_code == 0
+        # silence as the issue defines it: a reported symptom answered with nothing — no finding, and neither the
+        # unplaced error lines nor a differential (exit 5 with those is an answer, if not yet a cause)
+        return not self.named and not self.unexplained
 
     @property
     def blamed(self) -> list[str]:
@@ -183,11 +189,12 @@ def run_case(case: Case, tmp: Path, *, stand_ins: bool = False) -> Outcome:
         report = json.loads(proc.stdout)
         named = [f["id"] for f in report.get("findings", [])]
         severities = [f.get("severity", "") for f in report.get("findings", [])]
+        unexplained = bool(report.get("unexplained"))
         error = ""
     except json.JSONDecodeError:
-        named, severities = [], []
+        named, severities, unexplained = [], [], False
         error = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return Outcome(case, named, severities, proc.returncode, config_missing, error)
+    return Outcome(case, named, severities, proc.returncode, config_missing, error, unexplained)
 
 
 def pct(n: int, d: int) -> float:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from doctor.errors import InputError
@@ -90,6 +93,37 @@ def extract_version(text: str) -> str | None:
     """The version inside an image tag or version string (``v0.13.0-cu129`` → ``0.13.0``), else None."""
     match = _EMBEDDED.search(text)
     return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One release rule of a topic: it holds from ``since`` until the engine's next rule of the topic."""
+
+    since: str
+    values: dict[str, Any]
+    evidence: str
+
+
+@lru_cache(maxsize=8)
+def load_rules(path: Path) -> dict[str, dict[str, tuple[Rule, ...]]]:
+    """topic -> engine -> rules sorted by ``since``, from a packaged YAML of release rules (each with ``since`` and
+    the ``evidence`` it was read from: engine wheel file:line)."""
+    from doctor.yamlsafe import load_packaged
+
+    out: dict[str, dict[str, tuple[Rule, ...]]] = {}
+    for topic, engines in load_packaged(path).items():
+        out[topic] = {}
+        for engine, rules in engines.items():
+            parsed = [Rule(str(r["since"]), {k: v for k, v in r.items() if k not in ("since", "evidence")},
+                           " ".join(str(r["evidence"]).split())) for r in rules]
+            out[topic][engine] = tuple(sorted(parsed, key=lambda r: require_key(r.since)))
+    return out
+
+
+def release_rule(path: Path, topic: str, engine: str, version: str | None) -> Rule | None:
+    """The rule of ``topic`` in ``path`` for this engine release (the newest rule when the version is unknown or
+    not a version number: a rule hedges rather than refuses)."""
+    return rule_for(load_rules(path).get(topic, {}).get(engine) or (), version if release(version) else None)
 
 
 def orderable_version(version: Any) -> str | None:

@@ -62,7 +62,10 @@ def test_headers_record_how_each_catalog_was_made() -> None:
 
 
 def test_catalog_files_are_sorted_for_reviewable_diffs() -> None:
-    assert sorted(p.name for p in CATALOG_DIR.glob("*.json")) == ["sglang.json", "vllm.json"]
+    assert sorted(p.name for p in CATALOG_DIR.glob("*.json")) == ["parser_deprecations.json", "sglang.json",
+                                                                 "vllm.json"]
+    deprecations = (CATALOG_DIR / "parser_deprecations.json").read_text()
+    assert deprecations == json.dumps(json.loads(deprecations), indent=1, sort_keys=True) + "\n"
     for engine in ("vllm", "sglang"):
         text = history_path(engine).read_text()
         table = json.loads(text)
@@ -170,9 +173,12 @@ def test_vllm_kv_cache_dtype_choices() -> None:
     assert "bfloat16" in v11.choices and "fp8_ds_mla" not in v11.choices
     v13 = load_catalog("vllm", "0.13.0").flag("kv_cache_dtype")
     assert v13.choices == ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
-    for version in available("vllm"):
+    for version in available("vllm")[available("vllm").index("0.6.0"):]:
         allowed = load_catalog("vllm", version).choices("kv_cache_dtype")
         assert "fp8_e4m3" in allowed and "bf16" not in allowed
+    # before: the flag arrived in 0.3.0 with fp8_e5m2 only (the usage vllm-project/vllm#3651 quotes from 0.3.3)
+    assert load_catalog("vllm", "0.3.3").choices("kv_cache_dtype") == ("auto", "fp8_e5m2")
+    assert load_catalog("vllm", "0.2.7").flag("kv_cache_dtype") is None
 
 
 def test_vllm_dtype_choices_have_no_fp8() -> None:
@@ -304,13 +310,14 @@ def test_deprecated_flags_name_their_replacement() -> None:
 # Versions
 # ---------------------------------------------------------------------------------------------
 def test_version_selection_rule() -> None:
-    # every release from vLLM 0.6.0 / SGLang 0.4.0 is read: 0.12.0, 0.9.2 and 0.5.4.post3 are exact now
-    for engine, version in (("vllm", "0.13.0"), ("vllm", "0.12.0"), ("vllm", "0.9.2"), ("sglang", "0.5.4.post3")):
+    # every release from vLLM 0.2.0 / SGLang 0.1.3 is read: 0.12.0, 0.9.2, 0.5.4 and 0.5.4.post3 are exact now
+    for engine, version in (("vllm", "0.13.0"), ("vllm", "0.12.0"), ("vllm", "0.9.2"), ("vllm", "0.5.4"),
+                            ("sglang", "0.5.4.post3")):
         assert choose_version(engine, version) == (version, "")
     chosen, note = choose_version("vllm", "0.12.5")  # no such release: between 0.12.0 and 0.13.0
     assert chosen == "0.12.0" and "nearest at or below" in note and "0.13.0" in note
-    chosen, note = choose_version("vllm", "0.5.4")
-    assert chosen == available("vllm")[0] == "0.6.0" and "older than every release read" in note
+    chosen, note = choose_version("vllm", "0.1.7")
+    assert chosen == available("vllm")[0] == "0.2.0" and "older than every release read" in note
     chosen, note = choose_version("vllm", None)
     assert chosen == available("vllm")[-1] and "unknown" in note
     chosen, note = choose_version("vllm", "99.0")

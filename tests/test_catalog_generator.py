@@ -170,15 +170,30 @@ def _real_wheel(engine: str, version: str) -> Path:
 
 
 def test_regenerating_the_first_release_gives_the_committed_history_byte_for_byte() -> None:
-    """Determinism and faithfulness: SGLang 0.4.0 (0.5 MB wheel), the first release in the history table, read
-    again by the generator, is exactly the table's view of 0.4.0 — every flag, parser, metric, default, file:line."""
+    """Determinism and faithfulness: SGLang 0.1.3 (the oldest on PyPI, 0.1 MB wheel), the first release in the
+    history table, read again by the generator, is exactly the table's view of it — every flag, default, launcher,
+    file:line."""
     table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "sglang.json").read_text())
     release = table["releases"][0]
-    assert release["version"] == "0.4.0"
-    wheel = _real_wheel("sglang", "0.4.0")
-    fresh = generate("sglang", "0.4.0", wheel, date=release["generated"])
+    assert release["version"] == "0.1.3"
+    wheel = _real_wheel("sglang", "0.1.3")
+    fresh = generate("sglang", "0.1.3", wheel, date=release["generated"])
     assert fresh["header"]["sha256"] == release["sha256"]
-    assert dump(fresh) == dump(view(table, "0.4.0"))
+    assert dump(fresh) == dump(view(table, "0.1.3"))
+
+
+def test_each_vllm_launcher_is_read_from_its_own_main_block() -> None:
+    """vLLM 0.3.3 (38 MB wheel): a fresh read of its three-launcher era (no `vllm serve` yet) gives the table's
+    flags, with the demo server's parser read from vllm/entrypoints/api_server.py's __main__ block."""
+    table = json.loads((ROOT / "doctor" / "engines" / "catalogs" / "vllm.json").read_text())
+    fresh = generate("vllm", "0.3.3", _real_wheel("vllm", "0.3.3"))
+    seen = view(table, "0.3.3")
+    assert history.semantic(fresh["flags"]) == history.semantic(seen["flags"])
+    launchers = fresh["parser"]["launchers"]
+    assert set(launchers) == {"vllm.entrypoints.api_server", "vllm.entrypoints.openai.api_server"}
+    assert launchers["vllm.entrypoints.api_server"]["entry"] == "vllm/entrypoints/api_server.py:93"  # parse_args()
+    demo_only_lacks = {f["options"][0] for f in fresh["flags"] if f.get("launchers") == ["vllm.entrypoints.openai.api_server"]}
+    assert {"--api-key", "--chat-template", "--lora-modules", "--served-model-name"} <= demo_only_lacks
 
 
 def test_a_later_release_reads_the_same_as_its_view() -> None:

@@ -25,6 +25,7 @@ from doctor.engines.catalog import (
     flag_history,
     history_path,
     load_catalog,
+    version_key,
 )
 from doctor.engines.command import parse_command
 from doctor.sources.offline import OfflineInputs
@@ -48,7 +49,7 @@ def findings(command: str, version: str | None = None, **kw) -> dict[str, object
 # What was read
 # ---------------------------------------------------------------------------------------------
 def test_every_listed_release_is_in_the_history_and_nothing_else() -> None:
-    for engine, oldest in (("vllm", "0.6.0"), ("sglang", "0.4.0")):
+    for engine, oldest in (("vllm", "0.2.0"), ("sglang", "0.1.3")):
         listed = [v for e, v in shipped_versions() if e == engine]
         assert available(engine) == listed
         assert listed[0] == oldest
@@ -127,9 +128,9 @@ def test_enable_reasoning_is_valid_on_085_and_renamed_later() -> None:
 
 
 def test_removed_flag_without_replacement() -> None:
-    # --use-v2-block-manager: vllm 0.6.0 vllm/engine/arg_utils.py (store_true); the history says when it went
+    # --use-v2-block-manager: vllm 0.4.0 vllm/engine/arg_utils.py (store_true); the history says when it went
     first, last = flag_history("vllm")["--use-v2-block-manager"]
-    assert first == "0.6.0"
+    assert first == "0.4.0"
     found = findings("vllm serve m --use-v2-block-manager", "0.33.0")
     assert found["removed-flag"].severity == "critical" and f"last in {last}" in found["removed-flag"].fix
     assert "removed-flag" not in findings("vllm serve m --use-v2-block-manager", last)
@@ -178,7 +179,7 @@ def test_renamed_flag_names_its_replacement() -> None:
 @pytest.mark.parametrize("requested, chosen, words", [
     ("0.8.5", "0.8.5", None),
     ("0.8.6", "0.8.5.post1", "not a release that was read"),         # between two releases
-    ("0.5.4", "0.6.0", "older than every release read"),
+    ("0.1.7", "0.2.0", "older than every release read"),
     ("99.0", None, "newer than every release read"),
     (None, None, "version unknown"),
     ("latest", None, "not a version number"),
@@ -199,8 +200,9 @@ def test_engine_too_old_never_fires_without_a_known_version() -> None:
 
 
 def test_older_than_the_oldest_release_reads_the_oldest_and_says_so() -> None:
-    cmd = parse_command("vllm serve m --use-v2-block-manager", engine_version="0.5.4")
-    assert cmd.catalog.version == "0.6.0" and cmd.catalog.coverage == "older"
+    cmd = parse_command("python -m vllm.entrypoints.openai.api_server --model m --max-num-seqs 8",
+                        engine_version="0.1.7")
+    assert cmd.catalog.version == "0.2.0" and cmd.catalog.coverage == "older"
     assert any("older than every release read" in n for n in cmd.notes)
 
 
@@ -220,9 +222,9 @@ def test_fix_spelling_with_the_version_unknown_is_valid_on_every_release() -> No
     cmd = parse_command("python -m sglang.launch_server --model-path m --tp-size 8")
     spelling = spelling_facts(cmd).get("engine.dp_attention_flags")
     assert spelling.startswith("--enable-dp-attention --dp-size 8")
-    for option in ("--enable-dp-attention", "--dp-size"):
+    for option in ("--enable-dp-attention", "--dp-size"):  # every release from 0.3.6 (0.1.x-0.3.5 predate DP)
         first, last = flag_history("sglang")[option]
-        assert first == available("sglang")[0] and last == available("sglang")[-1]
+        assert version_key(first) <= version_key("0.3.6") and last == available("sglang")[-1]
     assert parse_command("python -m sglang.launch_server --model-path m --tp-size 8",
                          engine_version="0.5.23").catalog.resolve("--attn-dp-size") is not None
 
@@ -249,8 +251,8 @@ def test_a_default_that_changed_is_hedged_when_the_version_is_unknown() -> None:
 
     unknown = launch_facts(parse_command("vllm serve m"))
     mem = unknown.fact("launch.mem_fraction")
-    assert mem.value == 0.92 and "older releases differ (0.6.0–0.19.1: 0.9)" in mem.source
-    assert "0.6.0–0.6.4.post1: false" in unknown.fact("launch.prefix_caching").source
+    assert mem.value == 0.92 and "older releases differ (0.2.0–0.19.1: 0.9)" in mem.source
+    assert "0.4.0–0.6.4.post1: false" in unknown.fact("launch.prefix_caching").source
     old = launch_facts(parse_command("vllm serve m", engine_version="0.19.1")).fact("launch.mem_fraction")
     assert old.value == 0.9 and old.source == "default of vllm 0.19.1"
     known = launch_facts(parse_command("vllm serve m", engine_version="0.33.0")).fact("launch.mem_fraction")

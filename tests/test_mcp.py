@@ -121,6 +121,18 @@ def test_check_a_live_endpoint_with_the_cli_limits() -> None:
     assert not any(probe["ok"] for probe in _doc(dead)["probes"])
 
 
+@requires_shared
+def test_check_of_a_symptom_no_cause_explains_is_a_result_not_a_tool_error() -> None:
+    """Exit 5 (never silent: the unplaced lines and the differential) is a document, like 0 and 1."""
+    log = SHARED_FIXTURES / "live" / "sglang-0.5.23-cpu" / "server.log"  # a real healthy start-up log
+    _, (result,) = _session([("check", {"log": str(log), "symptom": "slow-decode"})])
+    cli = run_cli("check", "--log", str(log), "--symptom", "slow-decode", "--format", "json")
+    assert cli.returncode == 5
+    doc = _doc(result)
+    assert _stable(doc) == _stable(json.loads(cli.stdout))
+    assert doc["unexplained"]["symptoms"][0]["symptom"] == "slow-decode" and doc["unexplained"]["possible"]
+
+
 def test_mcp_is_imported_only_by_this_command() -> None:
     probe = ("import sys, doctor.cli.main as m; sys.argv=['llmdoctor','lint','vllm serve x']; "
              "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): m.run()\n"

@@ -19,6 +19,7 @@ fetch_wheel() {  # NAME VERSION [pip download options]: only when no NAME-VERSIO
 }
 fetch_wheel vllm 0.33.0 --python-version 3.11 --platform manylinux_2_28_x86_64
 fetch_wheel sglang 0.5.23 --python-version 3.11 --platform manylinux_2_34_x86_64
-fetch_wheel sglang 0.4.0   # tests/test_catalog_generator.py: regenerate the history's first release
+fetch_wheel sglang 0.1.3   # tests/test_catalog_generator.py: regenerate the history's first release
 fetch_wheel sglang 0.4.3   # ... and a later one
+fetch_wheel vllm 0.3.3 --python-version 3.10 --platform manylinux1_x86_64   # ... and vLLM's launchers (38 MB)
 echo "$dir"

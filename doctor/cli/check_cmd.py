@@ -10,7 +10,7 @@ import click
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.manifest_opt import manifest_inputs, manifest_option
 from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
-from doctor.errors import EXIT_UNREACHABLE, InputError
+from doctor.errors import EXIT_OK, EXIT_UNEXPLAINED, EXIT_UNREACHABLE, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,7 +33,10 @@ Examples:
 \b
 Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 usage or bad input;
 3 the endpoint could not be examined at all (unreachable, or not an LLM server) — partial results are
-still printed, the reason once on stderr; 4 internal error (a bug in llmdoctor: please report it).
+still printed, the reason once on stderr; 4 internal error (a bug in llmdoctor: please report it);
+5 a symptom was reported (--symptom, an alert, a log of a failed start) and no known cause matches it: the
+log lines no rule placed are quoted, with the causes still possible and the input that decides each (where
+the run would otherwise exit 0; --fail-on never still exits 0).
 """
 
 SNAPSHOT_EPILOG = """\b
@@ -235,7 +238,14 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
     if run.unreachable and not snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
         return EXIT_UNREACHABLE
-    return exit_code(run.diagnosis.findings, fail_on)
+    return with_unexplained(exit_code(run.diagnosis.findings, fail_on), run.diagnosis, fail_on)
+
+
+def with_unexplained(code: int, diagnosis: Any, fail_on: str) -> int:
+    """EXIT_UNEXPLAINED instead of "healthy" when a reported symptom has no cause (never silent)."""
+    if code == EXIT_OK and fail_on != "never" and diagnosis.unexplained is not None:
+        return EXIT_UNEXPLAINED
+    return code
 
 
 def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],

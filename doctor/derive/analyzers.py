@@ -206,6 +206,10 @@ def derive_quantization_match(facts: Facts) -> None:
     if "launch.quantization" not in facts:
         return
     given = facts.get("launch.quantization")
+    if given is not None:
+        facts.set("launch.quantization_undetected", False, f"--quantization {given} is given")
+    elif _quantization_undetected(facts):
+        return
     if given is None:
         facts.set("launch.quantization_matches", None, "no --quantization: the engine reads the checkpoint's")
         return
@@ -223,6 +227,33 @@ def derive_quantization_match(facts: Facts) -> None:
         return
     facts.set("launch.quantization_matches", given in loaders,
               f"derived: --quantization {given} vs checkpoint {checkpoint or 'unquantized'}")
+
+
+def _quantization_undetected(facts: Facts) -> bool:
+    """A quantized checkpoint without --quantization on a release that does not read the checkpoint's method
+    (doctor/engines/release_rules.yaml quantization_from_checkpoint): it loads as unquantized. Sets
+    launch.quantization_undetected wherever that is decided — False on a release that reads the checkpoint (the
+    newest when the version is unknown), for an unquantized checkpoint, or for another checkpoint's config — and
+    returns it; left unknown only on a release that does not read it, with the checkpoint unknown."""
+    from doctor.engines.release_rules import rule
+
+    engine, version, checkpoint = facts.get("launch.engine"), facts.get("launch.version"), facts.get("model.quantization")
+    if engine not in ("vllm", "sglang"):
+        return False
+    found = rule("quantization_from_checkpoint", engine, str(version) if version else None)
+    if found is None or found.values.get("detects") is not False:
+        facts.set("launch.quantization_undetected", False,
+                  f"{engine} {version or '(newest)'} takes the method from the checkpoint's config"
+                  + (f" ({found.evidence})" if found is not None else " (no release rule says otherwise)"))
+        return False
+    if "model.quantization" not in facts or facts.get("model.same_checkpoint") is False:
+        return False  # the checkpoint is not known: undecided
+    if not checkpoint:
+        facts.set("launch.quantization_undetected", False, "the checkpoint is not quantized (no quantization_config)")
+        return False
+    facts.set("launch.quantization_undetected", True,
+              f"derived: a {checkpoint} checkpoint, no --quantization, on {engine} {version} ({found.evidence})")
+    return True
 
 
 def derive_hybrid_block_size(facts: Facts) -> None:

@@ -15,7 +15,7 @@ def spelling_facts(command: LaunchCommand) -> Facts:
 
     SGLang 0.5.22+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
     so a fix must use the spelling of the catalog the command was read with — or, with the version unknown, the
-    spelling every release accepts.
+    spelling every release from 0.3.6 (the first with DP attention) accepts.
     """
     out = Facts()
     if command.engine == "vllm":  # release history: --cuda-graph-sizes 0.9.0–0.12.0, --cudagraph-capture-sizes 0.11.1 on
@@ -26,7 +26,7 @@ def spelling_facts(command: LaunchCommand) -> Facts:
         tp = command.get("tp_size") or "N"
         cat = command.catalog
         if cat.coverage == "unknown":
-            # version unknown: the spelling every release accepts (deprecated, not refused, from 0.5.20 on)
+            # version unknown: the spelling every release from 0.3.6 accepts (deprecated, not refused, from 0.5.20 on)
             legacy = cat.flag("enable_dp_attention")
             modern = cat.resolve("--attn-dp-size")
             out.set("engine.dp_attention_flags", f"--enable-dp-attention --dp-size {tp} (newer releases prefer "

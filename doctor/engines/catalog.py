@@ -1,6 +1,6 @@
 """Versioned engine catalogs: the flags, parsers, metrics and defaults of one vLLM / SGLang release.
 
-Every release from vLLM 0.6.0 and SGLang 0.4.0 on is read from its real wheel (``tools/gen_catalog.py``;
+Every release from vLLM 0.2.0 and SGLang 0.1.3 on is read from its real wheel (``tools/gen_catalog.py``;
 see tools/README.md) into one history table per engine, ``doctor/engines/catalogs/<engine>.json``
 (since/until per item, doctor/engines/history.py). This module rebuilds the release asked for from it
 (cached between runs; JSON only, no engine import) and answers the questions the launch-command parser
@@ -153,6 +153,8 @@ class FlagSpec:
     field: str | None
     #: the release whose wheel ``source`` was read in, when not the catalog's own (doctor/engines/history.py)
     evidence_from: str | None = None
+    #: the launchers whose parser has it (``vllm serve``, ``vllm.entrypoints.api_server``…); None: every launcher
+    launchers: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -186,6 +188,7 @@ class FlagSpec:
             deprecated=bool(d.get("deprecated", False)), replacement=d.get("replacement"),
             rejected=bool(d.get("rejected", False)), help=d.get("help", ""), source=d.get("source", ""),
             field=d.get("field"), evidence_from=d.get("evidence_from"),
+            launchers=tuple(d["launchers"]) if isinstance(d.get("launchers"), list) else None,
         )
 
 
@@ -225,12 +228,32 @@ class Catalog:
     defaults: dict[str, Any]
     #: how the requested version relates to the releases read (COVERAGE): "unknown" when no version was given
     coverage: str = "exact"
+    #: the launcher whose parser this view is (``for_launcher``); None: every launcher's flags
+    launcher: str | None = None
     _by_option: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
     _by_dest: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self._by_option:
             self._by_option, self._by_dest = _index(self.flags)
+
+    def for_launcher(self, launcher: str) -> Catalog:
+        """The flags ``launcher`` itself parses (tools/catalog_gen/entrypoints.py): vLLM's demo server
+        ``vllm.entrypoints.api_server`` never had the OpenAI server's flags. The release's catalog itself when it
+        did not read that launcher's parser, or every launcher takes every flag."""
+        read = self.parser.get("launchers") or {}
+        if launcher not in read or not any(f.launchers for f in self.flags):
+            return self
+        flags, (by_option, by_dest) = _launcher_flags(self.engine, self.version, launcher)
+        return Catalog(engine=self.engine, version=self.version, requested_version=self.requested_version,
+                       note=self.note, header=self.header, parser=self.parser, flags=flags,
+                       tool_parsers=self.tool_parsers, reasoning_parsers=self.reasoning_parsers,
+                       metrics=self.metrics, defaults=self.defaults, coverage=self.coverage, launcher=launcher,
+                       _by_option=by_option, _by_dest=by_dest)
+
+    def everywhere(self) -> Catalog:
+        """The release's catalog with every launcher's flags (undoes ``for_launcher``)."""
+        return self if self.launcher is None else load_catalog(self.engine, self.requested_version)
 
     # -- parser behaviour ------------------------------------------------------------------
     @property
@@ -427,6 +450,13 @@ def _indexes(engine: str, version: str) -> tuple[dict[str, FlagSpec], dict[str, 
 
 
 @cache
+def _launcher_flags(engine: str, version: str, launcher: str) -> tuple[tuple[FlagSpec, ...], tuple[dict, dict]]:
+    """One launcher's flags of a release, indexed once per run (Catalog.for_launcher)."""
+    flags = tuple(f for f in _flag_specs(engine, version) if f.launchers is None or launcher in f.launchers)
+    return flags, _index(flags)
+
+
+@cache
 def _flag_specs(engine: str, version: str) -> tuple[FlagSpec, ...]:
     return tuple(FlagSpec.from_json(d) for d in _load_json(engine, version).get("flags", []))
 
@@ -465,6 +495,9 @@ def option_since(engine: str) -> dict[str, str]:
                   lambda: {option: runs[0][0] for option, runs in flag_runs(engine).items()})
 
 
+#: With the version unknown, the releases a fix is taken to be read on start here: vLLM 0.2.0-0.5.5 and SGLang
+#: 0.1.3-0.3.6 (2023-2024) are read so that old incidents are parsed by their own release, not to widen that span.
+RECENT_FROM = {"vllm": "0.6.0", "sglang": "0.4.0"}
 _OPTION = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 
 
@@ -473,9 +506,10 @@ def annotate_since(engine: str, text: str) -> str:
     question: an option that arrived after the first quarter of the releases read (SGLang's ``--attn-dp-size``,
     0.5.22) is listed with its first release. One that only the oldest releases lack (``--ep-size``, missing from
     SGLang 0.4.0 alone) is left alone: annotating every fix for one release of 2024 would bury the ones that
-    matter."""
+    matter. The releases read for old incidents (before ``RECENT_FROM``) do not count: they would push the quarter
+    back to 2023 and annotate nearly every fix."""
     since = option_since(engine)
-    versions = available(engine)
+    versions = [v for v in available(engine) if version_key(v) >= version_key(RECENT_FROM[engine])]
     cutoff = version_key(versions[len(versions) // 4])
     label = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
     needs = {}

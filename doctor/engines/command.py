@@ -179,6 +179,7 @@ def parse_command(text: str | list[str], *, engine_version: str | None = None,
     if catalog.note:
         notes.append(catalog.note)
     notes.extend(_entry_notes(launch.entry, catalog))
+    catalog = catalog.for_launcher(launcher_of(launch.entry))
     cmd = LaunchCommand(engine=chosen, version=version, version_source=version_source, catalog=catalog,
                         entry=launch.entry, shape=launch.shape, model=None, model_source=None, flags=[],
                         env=redact_env(launch.env), positionals=[], problems=[], image=launch.image, notes=notes)
@@ -208,6 +209,20 @@ def _entry_notes(entry: str, catalog: Catalog) -> list[str]:
     if module and known is not None and module.group(1) not in known:
         return [f"{module.group(1)} does not exist in {label}"]
     return []
+
+
+def launcher_of(entry: str) -> str:
+    """The launcher a command's entry names, as the catalogs key their parsers (``parser.launchers``):
+    ``vllm serve``, or the ``python -m`` module. A container started through its image's own entrypoint is ''
+    (the catalog's main parser)."""
+    module = re.search(r"python3? -m (\S+)", entry)
+    if module:
+        return "vllm serve" if module.group(1) == "vllm.entrypoints.cli.main" else module.group(1)
+    return "vllm serve" if entry.endswith("vllm serve") else ""
+
+
+def _launch_words(launcher: str) -> str:
+    return launcher if launcher == "vllm serve" else f"python -m {launcher}"
 
 
 def _clean_version(text: str) -> str:
@@ -242,8 +257,9 @@ class _Walker:
         self.argv = launch.argv
         self.i = 0
         self.seen: dict[str, str] = {}
-        self.positional_model = ("model_tag" in self.cat.parser.get("positionals", []) if cmd.engine == "vllm"
-                                 else "sglang serve" in cmd.entry and bool(self.cat.parser.get("serve_positional_model")))
+        own = (self.cat.parser.get("launchers") or {}).get(self.cat.launcher or "", {})
+        self.positional_model = ("model_tag" in own.get("positionals", self.cat.parser.get("positionals", []))
+                                 if cmd.engine == "vllm" else "sglang serve" in cmd.entry and bool(self.cat.parser.get("serve_positional_model")))
 
     def run(self) -> None:
         while self.i < len(self.argv):
@@ -380,6 +396,8 @@ class _Walker:
             cmd.problems.append(Problem("ambiguous_flag", name, {"matches": ambiguous}))
             self._skip_value(tok, None)
             return
+        if cat.launcher is not None and self._other_launcher(tok, name, norm):
+            return
         change = flag_change(cat, norm)
         if change is not None:
             self._history_problem(name, change)
@@ -417,6 +435,24 @@ class _Walker:
             detail["remedy"] = "drop it"
         cmd.problems.append(Problem("unknown_flag", name, detail))
         self._skip_value(tok, None)
+
+    def _other_launcher(self, tok: str, name: str, norm: str) -> bool:
+        """A flag this release has, but not on the launcher the command used (vLLM's demo server and
+        ``--chat-template``): argparse refuses it there; the launchers that take it are the remedy."""
+        cmd, cat = self.cmd, self.cat
+        res = cat.everywhere().lookup(norm)
+        if res is None or res.abbreviated or res.flag.launchers is None:
+            return False
+        takes = [_launch_words(lau) for lau in res.flag.launchers]
+        cmd.problems.append(Problem("unknown_flag", name, {
+            "nearest": None, "launcher": cat.launcher, "launchers": list(res.flag.launchers),
+            "evidence": f"{cat.label} {cat.parser['launchers'][cat.launcher]['entry']} (its parser); "
+                        f"{res.flag.source or '?'} (where {res.option} is registered)",
+            "note": f"{res.option} exists in {cat.label} but not on `{_launch_words(cat.launcher)}`, whose parser "
+                    f"lacks it; {' and '.join(f'`{t}`' for t in takes)} take{'s' if len(takes) == 1 else ''} it",
+            "remedy": f"launch with `{takes[0]}`, or drop {res.option}"}))
+        self._skip_value(tok, res.flag)
+        return True
 
     def _history_problem(self, name: str, change: Any) -> None:
         """A flag this release lacks but another release read has: too new, removed, or renamed.

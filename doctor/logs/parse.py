@@ -114,6 +114,9 @@ _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 # any engine
 _WARNING = _rule('WARNING ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?WARNING [\d-]+ [\d:.]+ "
                       r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
+#: vLLM's ERROR/CRITICAL lines (the message after the prefix): what no traceback's last line says
+_ERROR_LEVEL = _rule('ERROR ', r"^" + _OUTER + r"(?:\([^()\n]*\bpid=\d+[^()\n]*\) )?(?:ERROR|CRITICAL) [\d-]+ [\d:.]+ "
+                           r"(?:\[[^\]\n]*\]|[\w.]+:\d+\]) (.+)$", re.M)
 _PY_WARNING = _rule('Warning: ', r"^" + _OUTER + r"\S+\.py:\d+: (\w*Warning: .+)$", re.M)
 _TRACEBACK = _rule('Traceback (most recent call last)', _PREFIX + r"Traceback \(most recent call last\):\s*$", re.M)
 _EXCEPTION = re.compile(
@@ -426,6 +429,18 @@ def _problems(scan: _Scan, put: Any) -> None:
             warnings.append(message)
     if warnings:
         put("log.warnings", warnings, "WARNING lines (distinct, first 20)")
+    # the last line of each distinct message, the last 20 of them: only those go to the excerpt (a traceback
+    # printed at ERROR level is hundreds of lines, and the traceback fact already keeps it)
+    last: dict[str, int] = {}
+    for index in scan._candidates(_ERROR_LEVEL.keyword):
+        m = _ERROR_LEVEL.pattern.search(scan.lines[index])
+        if m:
+            last.pop(m.group(1).strip(), None)
+            last[m.group(1).strip()] = index
+    if last:
+        chosen = list(last.items())[-MAX_ITEMS:]
+        scan.kept.update(index for _, index in chosen)
+        put("log.error_lines", [message for message, _ in chosen], "ERROR/CRITICAL lines (distinct, the last 20)")
     errors = sorted({(index, m.group(1).strip()) for keyword in ("Error", "Exception", "Exit")
                      for index, m in scan.all(_rule(keyword, _EXCEPTION.pattern, _EXCEPTION.flags))}
                     | {(index, m.group(1).strip()) for index, m in scan.all(_ARGPARSE)})

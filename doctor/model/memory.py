@@ -17,11 +17,11 @@ public logs in tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from doctor.model.card import ModelCard
+from doctor.versions import Rule
 
 DATA_PATH = Path(__file__).with_name("engine_memory.yaml")
 GIB = 2**30
@@ -52,34 +52,12 @@ NVSWITCH_TP_BYTES = int(1.79 * GIB)
 CUDA_UNREPORTED_BYTES = 453 * 2**20
 
 
-@dataclass(frozen=True)
-class Rule:
-    since: str
-    values: dict[str, Any]
-    evidence: str
-
-
-@lru_cache(maxsize=1)
-def _rules() -> dict[str, dict[str, tuple[Rule, ...]]]:
-    from doctor.versions import require_key
-    from doctor.yamlsafe import load_packaged
-
-    out: dict[str, dict[str, tuple[Rule, ...]]] = {}
-    for topic, engines in load_packaged(DATA_PATH).items():
-        out[topic] = {}
-        for engine, rules in engines.items():
-            parsed = [Rule(str(r["since"]), {k: v for k, v in r.items() if k not in ("since", "evidence")},
-                           " ".join(str(r["evidence"]).split())) for r in rules]
-            out[topic][engine] = tuple(sorted(parsed, key=lambda r: require_key(r.since)))
-    return out
-
-
 def rule(topic: str, engine: str, version: str | None) -> Rule | None:
     """The rule of ``topic`` for this engine release (the newest rule when the version is unknown or not a version
     number: the memory model hedges rather than refuses)."""
-    from doctor.versions import release, rule_for
+    from doctor.versions import release_rule
 
-    return rule_for(_rules().get(topic, {}).get(engine) or (), version if release(version) else None)
+    return release_rule(DATA_PATH, topic, engine, version)
 
 
 @dataclass(frozen=True)

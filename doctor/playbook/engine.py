@@ -29,6 +29,7 @@ from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.registry import Registry
 from doctor.playbook.template import render
+from doctor.playbook.unexplained import Unexplained, explain
 
 #: How to learn an unknown fact, by key or namespace: what the user can add to the command line.
 HINTS = {
@@ -59,12 +60,15 @@ class Diagnosis:
     unchecked: list[Unchecked] = field(default_factory=list)
     #: symptoms whose trees ran
     ran: list[str] = field(default_factory=list)
+    #: reported symptoms no cause explains: the unplaced log lines and what is still possible (never silent)
+    unexplained: Unexplained | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "findings": [f.to_dict() for f in self.findings],
             "unchecked": [u.to_dict() for u in self.unchecked],
             "playbooks_run": list(self.ran),
+            "unexplained": self.unexplained.to_dict() if self.unexplained is not None else None,
         }
 
 
@@ -94,6 +98,7 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     diagnosis.findings = sorted(walk.found.values(), key=Finding.sort_key)
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
+    diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)
     return diagnosis
 
 

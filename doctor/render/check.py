@@ -10,6 +10,7 @@ from doctor.humanize import readable
 from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
+from doctor.render.unexplained import unexplained_markdown, unexplained_text
 
 if TYPE_CHECKING:
     from doctor.commands.check import CheckRun
@@ -37,6 +38,9 @@ def _verdict(run: CheckRun) -> str:
     if run.unreachable:
         return ("NOT EXAMINED — no LLM server answered; the reason is the `llmdoctor:` line on stderr"
                 + (f"; {len(findings)} finding(s) from the offline inputs" if findings else ""))
+    if run.diagnosis.unexplained is not None:
+        head = run.diagnosis.unexplained.headline()
+        return head if not findings else f"{verdict_line(findings)}; {head}"
     return verdict_line(findings)
 
 
@@ -128,7 +132,13 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
         if not findings:
             return "\n".join(out)
     out.append("")
-    out.append(findings_text(findings, unchecked, verbose=verbose).rstrip())
+    unexplained = run.diagnosis.unexplained
+    if unexplained is not None:  # never silent: this block, and no "No findings"
+        out += [*unexplained_text(unexplained, verbose=verbose), ""]
+    rest = findings_text(findings, unchecked if verbose or unexplained is None else [], verbose=verbose,
+                         silent_empty=unexplained is not None).rstrip()
+    if rest:
+        out.append(rest)
     if verbose:
         out.append("")
         out.append(click.style("Facts", bold=True))
@@ -162,5 +172,10 @@ def check_markdown(run: CheckRun) -> str:
             out += [budget, ""]
     if run.unreachable:
         out += [f"**Target unreachable:** {run.unreachable}", ""]
-    out += ["### Findings", "", findings_markdown(run.diagnosis.findings, run.diagnosis.unchecked)]
+    unexplained = run.diagnosis.unexplained
+    out += ["### Findings", ""]
+    if unexplained is not None:
+        out += [f"**{unexplained.headline()}**", "", unexplained_markdown(unexplained)]
+    out.append(findings_markdown(run.diagnosis.findings, run.diagnosis.unchecked,
+                                 silent_empty=unexplained is not None))
     return "\n".join(out)

@@ -30,12 +30,14 @@ def verdict_line(findings: list[Finding]) -> str:
     return f"{findings[0].severity.upper()} — " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
 
 
-def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, verbose: bool = False) -> str:
+def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, verbose: bool = False,
+                  silent_empty: bool = False) -> str:
     """One screen by default (the top cause in full, the others one line each, one "could not check" line);
-    ``verbose``: every finding with its mechanism and evidence chain, and every undecided cause."""
+    ``verbose``: every finding with its mechanism and evidence chain, and every undecided cause.
+    ``silent_empty``: no "No findings" line (the never-silent block said what is known instead)."""
     cols = width()
     out: list[str] = []
-    if not findings:
+    if not findings and not silent_empty:
         out.append(NO_FINDINGS)
     if verbose:
         for finding in findings:
@@ -121,9 +123,10 @@ def group_unchecked(unchecked: list[Unchecked]) -> list[tuple[list[str], list[st
     return [(causes, missing, reason, hint) for (reason, hint), (causes, missing) in groups.items()]
 
 
-def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = ()) -> str:
+def findings_markdown(findings: list[Finding], unchecked: list[Unchecked] = (), *, silent_empty: bool = False) -> str:
+    """``silent_empty``: no "No findings" line (the never-silent block said what is known instead)."""
     out: list[str] = []
-    if not findings:
+    if not findings and not silent_empty:
         out.append(NO_FINDINGS + "\n")
     for finding in findings:
         out.append(f"### {finding.severity.upper()} · `{finding.id}` — {finding.title}")

@@ -51,7 +51,7 @@ def _cli(args: list[str], *, stdin: str | None = None, timeout_s: float = _OVERH
                               capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         raise ToolFailed(f"llmdoctor {args[0]} took longer than {timeout_s:g} s") from None
-    ok = done.returncode in (0, 1) or (partial_ok and done.returncode == 3)
+    ok = done.returncode in (0, 1, 5) or (partial_ok and done.returncode == 3)
     if ok and done.stdout.strip():
         try:
             return json.loads(done.stdout)

@@ -12,14 +12,17 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tools.catalog_gen import scan
+from tools.catalog_gen import entrypoints, scan
 from tools.catalog_gen.argspec import ParserSink, SubparsersSink, flag_entry, json_list
 from tools.catalog_gen.interp import ClassObj, FieldObj, FunctionObj, Interp, ModuleObj, Unknown
 from tools.catalog_gen.wheel import WheelSource
 
 #: `python -m` launchers people use; the catalog records which ones this version still has.
 VLLM_ENTRY_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
+#: launchers whose ``__main__`` block builds a parser of its own (tools/catalog_gen/entrypoints.py)
+VLLM_LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 SGLANG_ENTRY_MODULES = ("sglang.launch_server", "sglang.cli.main", "sglang_router.launch_server")
+SGLANG_LAUNCH_MODULES = ("sglang.launch_server",)
 
 
 def build(engine: str, src: WheelSource) -> dict[str, Any]:
@@ -153,11 +156,28 @@ def _vllm(src: WheelSource) -> dict[str, Any]:
         "vllm.engine.arg_utils.get_kwargs": lambda it, args, kw: _vllm_get_kwargs(it, args, kw),
         "*.load_general_plugins": lambda it, args, kw: None,
     })
-    sink, entry, init_kwargs = _vllm_serve_parser(src, interp)
-    flags, positionals = _flags(sink)
-    if "model_tag" not in positionals and _vllm_scripts_model_tag(src):
-        positionals.insert(0, "model_tag")
-        entry = f"{src.path('vllm.scripts')}:main → {entry}"
+    made = entrypoints.install_constructors(interp)
+    launchers: dict[str, dict[str, Any]] = {}
+    serve = _vllm_serve_parser(src, interp)
+    if serve is not None:
+        sink, entry, init_kwargs = serve
+        flags, positionals = _flags(sink)
+        if "model_tag" not in positionals and _vllm_scripts_model_tag(src):
+            positionals.insert(0, "model_tag")
+            entry = f"{src.path('vllm.scripts')}:main → {entry}"
+        launchers["vllm serve"] = {"entry": entry, "flags": flags, "positionals": positionals}
+    for module in VLLM_LAUNCH_MODULES:
+        read = entrypoints.read(src, interp, made, module)
+        if read is not None:
+            mod_flags, mod_positionals = _flags(read[0])
+            launchers[module] = {"entry": read[1], "flags": mod_flags, "positionals": mod_positionals}
+    if not launchers:
+        raise SystemExit("could not find a vLLM server parser (vllm serve, or a launcher's __main__ block)")
+    # the parser the catalog's flags are read from: `vllm serve` where it exists, else the OpenAI server
+    main_name = next(n for n in ("vllm serve", *VLLM_LAUNCH_MODULES) if n in launchers)
+    if serve is None:
+        entry, positionals, init_kwargs = launchers[main_name]["entry"], launchers[main_name]["positionals"], {}
+    flags = _merge_launchers(launchers, main_name)
 
     # --quantization has no argparse choices (plugins may add methods); the engine checks the
     # value against QUANTIZATION_METHODS when it builds ModelConfig.
@@ -197,7 +217,7 @@ def _vllm(src: WheelSource) -> dict[str, Any]:
     mem_flag = _flag(flags, "gpu_memory_utilization")
     return {
         "parser": {
-            "prog": "vllm serve",
+            "prog": "vllm serve" if serve is not None else f"python -m {main_name}",
             "entry": entry,
             "allow_abbrev": abbrev[0],
             "allow_abbrev_source": abbrev[1],
@@ -208,6 +228,8 @@ def _vllm(src: WheelSource) -> dict[str, Any]:
             "positionals": positionals,
             "model_flag": "--model",
             "entry_modules": _present(src, VLLM_ENTRY_MODULES),
+            "launchers": {name: {"entry": lau["entry"], "positionals": lau["positionals"]}
+                          for name, lau in sorted(launchers.items())},
         },
         "flags": flags,
         "tool_parsers": dict(sorted(tool.items())),
@@ -248,8 +270,9 @@ def _vllm_get_kwargs(interp: Interp, args: list[Any], kwargs: dict[str, Any]) ->
     return result
 
 
-def _vllm_serve_parser(src: WheelSource, interp: Interp) -> tuple[ParserSink, str, dict[str, Any]]:
-    """The parser `vllm serve` uses: ServeSubcommand.subparser_init, else make_arg_parser."""
+def _vllm_serve_parser(src: WheelSource, interp: Interp) -> tuple[ParserSink, str, dict[str, Any]] | None:
+    """The parser `vllm serve` uses: ServeSubcommand.subparser_init, else (vLLM 0.5.2–0.7.2, ``vllm/scripts.py``)
+    make_arg_parser on the subparser; None before `vllm serve` existed."""
     serve = interp.module("vllm.entrypoints.cli.serve")
     cls = serve.get("ServeSubcommand") if isinstance(serve, ModuleObj) else None
     if isinstance(cls, ClassObj):
@@ -260,13 +283,31 @@ def _vllm_serve_parser(src: WheelSource, interp: Interp) -> tuple[ParserSink, st
             if "serve" in subparsers.parsers and subparsers.parsers["serve"].calls:
                 sink = subparsers.parsers["serve"]
                 return sink, f"{serve.path}:ServeSubcommand.subparser_init", sink.init_kwargs
+    if not src.has_module("vllm.scripts"):
+        return None
     for name in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args"):
         mod = interp.module(name)
         if isinstance(mod, ModuleObj) and isinstance(mod.get("make_arg_parser"), FunctionObj):
             sink = ParserSink(interp)
             interp.call(mod.get("make_arg_parser"), [sink], {})
             return sink, f"{mod.path}:make_arg_parser", {}
-    raise SystemExit("could not find the vLLM serve parser (ServeSubcommand / make_arg_parser)")
+    return None
+
+
+def _merge_launchers(launchers: dict[str, dict[str, Any]], main_name: str) -> list[dict[str, Any]]:
+    """One flag list for every launcher of the release: the main parser's flags, then the flags only another
+    launcher has. A flag not every launcher accepts names those that do in ``launchers`` (absent: all do), so a
+    demo-server command with ``--chat-template`` is told its launcher lacks it."""
+    accepted = {name: {o for f in lau["flags"] for o in f["options"]} for name, lau in launchers.items()}
+    merged: dict[str, dict[str, Any]] = {}
+    for name in (main_name, *sorted(n for n in launchers if n != main_name)):
+        for flag in launchers[name]["flags"]:
+            merged.setdefault(flag["options"][0], dict(flag))
+    for flag in merged.values():
+        by = sorted(name for name, options in accepted.items() if flag["options"][0] in options)
+        if len(by) < len(launchers):
+            flag["launchers"] = by
+    return sorted(merged.values(), key=lambda f: f["options"][0])
 
 
 def _vllm_scripts_model_tag(src: WheelSource) -> bool:
@@ -315,6 +356,17 @@ def _sglang(src: WheelSource) -> dict[str, Any]:
         raise SystemExit("ServerArgs.add_cli_args not found")
     interp.call(add, [sink], {})
     flags, positionals = _flags(sink, renames=_sglang_renames(server_args))
+    # every SGLang launcher builds its parser with ServerArgs.add_cli_args: record where, and check it
+    launchers = {}
+    made = entrypoints.install_constructors(interp)
+    for launcher in SGLANG_LAUNCH_MODULES:
+        read = entrypoints.read(src, interp, made, launcher)
+        if read is not None:
+            own, own_positionals = _flags(read[0], renames=_sglang_renames(server_args))
+            if {o for f in own for o in f["options"]} != {o for f in flags for o in f["options"]}:
+                raise SystemExit(f"{launcher} builds a parser other than ServerArgs.add_cli_args: read it as its "
+                                 f"own launcher (tools/catalog_gen/engines.py _merge_launchers)")
+            launchers[launcher] = {"entry": read[1], "positionals": own_positionals}
 
     prepare = module.get("prepare_server_args")
     init_kwargs = _call_kwargs_in(prepare, "ArgumentParser") or {}
@@ -343,6 +395,7 @@ def _sglang(src: WheelSource) -> dict[str, Any]:
             "serve_positional_model": positional_model,
             "model_flag": "--model-path",
             "entry_modules": _present(src, SGLANG_ENTRY_MODULES),
+            "launchers": launchers,
         },
         "flags": flags,
         "tool_parsers": _choices_as_registry(tool_flag),

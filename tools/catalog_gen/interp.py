@@ -1111,7 +1111,7 @@ class Interp:
         if isinstance(func, FunctionObj):
             return self.call_function(func, args, kwargs)
         if isinstance(func, ClassObj):
-            handler = self.handlers.get(f"{func.module.name}.{func.name}")
+            handler = self.handlers.get(f"{func.module.name}.{func.name}") or self.handlers.get(f"*.{func.name}")
             if handler is not None:
                 return handler(self, args, kwargs)
             if func.is_enum:
