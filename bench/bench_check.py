@@ -8,10 +8,14 @@ The server is what `check` meets on an engine's host: a process started as the e
 ``vllm``; tests/support/fake_launch.py), listening on the port and replaying a real /metrics scrape
 (fixtures/metrics; the scenario scrape when that folder is absent) and the scenario
 /v1/models, /version, /server_info bodies (fixtures/scenarios). So the process probe finds it and the launch
-command is parsed and linted, as on a real host. Both sides run as fresh processes with bytecode caches warm
-(PYTHONDONTWRITEBYTECODE removed, as a pip install has them). Reported: the median wall time of each, the
-ratio (target: at most 2x the stdlib fetch, and under 400 ms), and where llmdoctor's own time goes (one
-in-process run, split by phase).
+command is parsed and linted, as on a real host. The served model is resolved, as on a real host: vLLM's from
+a local checkpoint folder, SGLang's (a repo id) from a private Hugging Face cache, both holding the real
+config.json of fixtures/configs; the Hub is a refused local port (never the internet), so a run that would
+ask it learns at once it is down (and the next run remembers: doctor/model/hubmemo.py). Both sides run as fresh
+processes with bytecode caches warm (PYTHONDONTWRITEBYTECODE removed, as a pip install has them), interleaved
+run by run. Reported: min / median / max of each, of the per-run ratio (target: at most 1.5x the stdlib
+fetch), whether huggingface_hub was imported, and where llmdoctor's own time goes (one in-process run, split by
+phase).
 """
 
 from __future__ import annotations
@@ -54,10 +58,29 @@ with ThreadPoolExecutor(len(paths)) as pool:
 
 
 #: How each engine is started on the bench's host (argv after the script named for the engine).
-LAUNCH = {"vllm": ["serve", "/models/Qwen3-32B", "--served-model-name", "qwen3-32b", "--tensor-parallel-size", "2",
+#: ``{model}``: vLLM's local checkpoint folder (made by the bench); SGLang's repo id, in the bench's HF cache.
+LAUNCH = {"vllm": ["serve", "{model}", "--served-model-name", "qwen3-32b", "--tensor-parallel-size", "2",
                    "--max-model-len", "32768", "--gpu-memory-utilization", "0.9", "--host", "127.0.0.1"],
-          "sglang": ["serve", "--model-path", "deepseek-ai/DeepSeek-V3", "--tp-size", "8", "--dp-size", "8",
+          "sglang": ["serve", "--model-path", "{model}", "--tp-size", "8", "--dp-size", "8",
                      "--enable-dp-attention", "--ep-size", "8", "--enable-metrics", "--host", "127.0.0.1"]}
+#: The served model's real config.json (fixtures/configs) and where the bench puts it.
+MODELS = {"vllm": ("Qwen__Qwen3-32B.json", None), "sglang": ("deepseek-ai__DeepSeek-V3.json", "deepseek-ai/DeepSeek-V3")}
+
+
+def model_home(engine: str, tmp: Path) -> tuple[str, dict[str, str]]:
+    """The model argument of the launch, and the environment that makes it resolvable (without the network)."""
+    config, repo = MODELS[engine]
+    text = (ROOT / "fixtures" / "configs" / config).read_text()
+    env = {"HF_HUB_CACHE": str(tmp / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9", "LLMDOCTOR_CACHE_DIR": str(tmp / "ld")}
+    if repo is None:
+        folder = tmp / "models" / "Qwen3-32B"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(text)
+        return str(folder), env
+    snapshot = tmp / "hf" / ("models--" + repo.replace("/", "--")) / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(text)
+    return repo, env
 
 
 def routes(engine: str) -> dict[str, list[str]]:
@@ -73,17 +96,28 @@ def routes(engine: str) -> dict[str, list[str]]:
     return table
 
 
+def served_as(table: dict[str, list[str]], model: str, tmp: Path) -> dict[str, list[str]]:
+    """The /v1/models body with its ``root`` the launch's model, as a real vLLM writes it (the model path)."""
+    body = json.loads(Path(table["/v1/models"][1]).read_text())
+    for card in body.get("data", []):
+        card["root"] = model
+    path = tmp / "v1_models.json"
+    path.write_text(json.dumps(body))
+    return {**table, "/v1/models": [table["/v1/models"][0], str(path)]}
+
+
 @contextmanager
-def engine_process(engine: str) -> Iterator[str]:
-    """Start the engine-shaped replay server; yield its endpoint (127.0.0.1:PORT)."""
+def engine_process(engine: str, model: str) -> Iterator[str]:
+    """Start the engine-shaped replay server, launched with ``model``; yield its endpoint (127.0.0.1:PORT)."""
     with tempfile.TemporaryDirectory() as tmp:
         table = Path(tmp) / "routes.json"
-        table.write_text(json.dumps(routes(engine)))
+        table.write_text(json.dumps(served_as(routes(engine), model, Path(tmp))))
         script = Path(tmp) / engine  # a console script, as pip writes it: its name is the engine's
         script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
                           "from support.fake_launch import main\nmain(sys.argv[1:])\n")
         script.chmod(0o755)
-        child = subprocess.Popen([str(script), *LAUNCH[engine], "--port", "0"], stdout=subprocess.PIPE, text=True,
+        argv = [a.replace("{model}", model) for a in LAUNCH[engine]]
+        child = subprocess.Popen([str(script), *argv, "--port", "0"], stdout=subprocess.PIPE, text=True,
                                  env={**os.environ, "FAKE_LAUNCH_ROUTES": str(table)})
         try:
             line = child.stdout.readline() if child.stdout else ""
@@ -95,21 +129,26 @@ def engine_process(engine: str) -> Iterator[str]:
             child.wait(timeout=10)
 
 
-def median_ms(cmd: list[str], runs: int) -> float:
-    return spread_ms(cmd, runs)[1]
+def child_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "HF_HUB_OFFLINE")}
+    return {**env, "NO_COLOR": "1", **extra}
 
 
-def spread_ms(cmd: list[str], runs: int) -> tuple[float, float, float]:
-    """(min, median, max) wall milliseconds of ``runs`` fresh processes of ``cmd`` (after one warm-up run)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["NO_COLOR"] = "1"
-    subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def interleaved(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """Seconds of each command per run, the commands taking turns (one warm-up each first)."""
+    for cmd in cmds.values():
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
-        times.append(time.perf_counter() - start)
-    return min(times) * 1000, statistics.median(times) * 1000, max(times) * 1000
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
+    return f"{min(values) * scale:{fmt}} / {statistics.median(values) * scale:{fmt}} / {max(values) * scale:{fmt}}"
 
 
 def phases(endpoint: str) -> list[tuple[str, float]]:
@@ -151,19 +190,32 @@ def main() -> None:
     parser.add_argument("--engine", choices=sorted(PATHS), default="vllm")
     args = parser.parse_args()
 
-    with engine_process(args.engine) as endpoint:
-        stdlib = median_ms([sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}", *PATHS[args.engine]], args.runs)
-        cli = [str(Path(sys.executable).parent / "llmdoctor")]
-        if not Path(cli[0]).exists():
-            cli = [sys.executable, "-m", "doctor"]
-        low, ours, high = spread_ms([*cli, "check", "--endpoint", endpoint], args.runs)
-        ours_json = median_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
-        split = phases(endpoint)
-    print(f"{args.engine} replay server (an engine-shaped process), median of {args.runs} fresh processes (bytecode cached)")
-    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms")
-    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x; "
-          f"min {low:.1f}, max {high:.1f})")
-    print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x)")
+    with tempfile.TemporaryDirectory() as tmp:
+        model, extra = model_home(args.engine, Path(tmp))
+        env = child_env(extra)
+        os.environ.update(extra)  # the in-process phases resolve the same way
+        with engine_process(args.engine, model) as endpoint:
+            cli = [str(Path(sys.executable).parent / "llmdoctor")]
+            if not Path(cli[0]).exists():
+                cli = [sys.executable, "-m", "doctor"]
+            times = interleaved({"stdlib": [sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}",
+                                            *PATHS[args.engine]],
+                                 "text": [*cli, "check", "--endpoint", endpoint],
+                                 "json": [*cli, "check", "--endpoint", endpoint, "--format", "json"]}, args.runs, env)
+            doc = json.loads(subprocess.run([*cli, "check", "--endpoint", endpoint, "--format", "json"],
+                                            capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+            imports = subprocess.run([sys.executable, "-X", "importtime", "-m", "doctor", "check", "--endpoint",
+                                      endpoint], capture_output=True, text=True, env=env, cwd=ROOT).stderr
+            split = phases(endpoint)
+    resolved = doc.get("facts", {}).get("model.resolved_from", {})
+    print(f"{args.engine} replay server (an engine-shaped process), {args.runs} interleaved runs of fresh processes "
+          f"(bytecode cached); min / median / max")
+    print(f"  model: {model} -> resolved from {resolved.get('value')} ({resolved.get('source')}); "
+          f"huggingface_hub imported: {'yes' if 'huggingface_hub' in imports else 'no'}")
+    print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {spread(times['stdlib'], 1000)} ms")
+    for name, label in (("text", "check --endpoint"), ("json", "check --endpoint --format json")):
+        ratios = [ours / ref for ours, ref in zip(times[name], times["stdlib"], strict=True)]
+        print(f"  llmdoctor {label:32s} {spread(times[name], 1000)} ms, ÷ stdlib {spread(ratios, fmt='.2f')}")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:
         print(f"    {name:24s} {seconds * 1000:7.1f} ms")

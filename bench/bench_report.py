@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def prepare(cache: Path, copies: int, hours: float, step: int) -> int:
     """Backfilled TSDB for the fleet in ``cache`` (reused when its parameters match); returns its end time."""
-    from support.prometheus import backfill, scenarios
+    from support.tsdb import backfill, scenarios
 
     meta = cache / "meta.json"
     wanted = {"copies": copies, "hours": hours, "step": step}
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "llmdoctor-bench-report")
     args = parser.parse_args()
 
-    from support.prometheus import PrivatePrometheus
+    from support.tsdb import PrivatePrometheus
 
     from doctor.render.report_html import html_report
     from doctor.report.pipeline import ReportOptions, run

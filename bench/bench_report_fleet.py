@@ -1,22 +1,36 @@
-"""``llmdoctor report`` over a fleet of 1,000 instances × 24 h at 60 s from a real Prometheus (target ≤ 30 s, ≤ 500 MiB).
+"""``llmdoctor report`` over large fleets from a real Prometheus: wall time, peak RSS and CPU, as ratios against a
+reference run in the same session, at one or more fleet sizes (cost per instance).
 
-    python bench/bench_report_fleet.py [--instances 1000] [--hours 24] [--step 60] [--keep DIR] [--repeat 2]
+    python bench/bench_report_fleet.py --data /tmp/fleet-1000 [--data /tmp/fleet-10000 ...] [--repeat 5]
+    python bench/bench_report_fleet.py --data /tmp/fleet-1000 --build 1000 --hours 24 --step 60
 
-The history (SCENARIO data: bench/fleet_history.py) is backfilled once into ``--keep`` and reused while its
-parameters match; a private Prometheus (Debian's package) serves it on 127.0.0.1 and is given time to finish
-compacting the blocks before anything is measured. Measured: the console script as a child process (start-up
-included), its wall time and its own peak RSS (kernel rusage of the child, tests/support/measure.py), and
-whether each deployment kind got the cause the scenario was written for.
+Each ``--data`` directory holds a fleet's SCENARIO history as Prometheus TSDB blocks (``DIR/data``), written by
+bench/fleet_history.py (``--build N`` writes it first when the directory is empty); its fleet size, window and
+end are read back from the blocks themselves. A private Prometheus (Debian's package) serves each on
+127.0.0.1 and is left to finish compacting before anything is measured.
+
+Per run, interleaved: the **reference**, one stdlib HTTP request for the report's own most basic fleet-wide
+query (``metrics.kv_usage``: every instance's 95th percentile of KV usage over the window) with its JSON
+parsed, i.e. what the store costs to read one fact of the whole fleet, then the **report** as the console
+script would run it (a child process, start-up included, ``-o report.json``), with its own peak RSS (kernel
+rusage, tests/support/measure.py) and the CPU seconds of both the report and Prometheus. Printed: min /
+median / max over the runs of each figure, the report ÷ reference ratio, and whether every deployment kind got
+the cause its scenario was written for. Imports nothing of the test suite but the pytest-free helpers
+(tests/support/tsdb.py, tests/support/measure.py): it runs from a plain install.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -24,24 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 
-def prepare(keep: Path, instances: int, hours: float, step: int) -> int:
-    from fleet_history import build
-
-    meta = keep / "meta.json"
-    wanted = {"instances": instances, "hours": hours, "step": step}
-    if meta.is_file():
-        saved = json.loads(meta.read_text())
-        if {k: saved.get(k) for k in wanted} == wanted and (keep / "data").is_dir():
-            print(f"reusing {keep} (history ends {time.ctime(saved['end'])})")
-            return int(saved["end"])
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool not installed (Debian: apt-get install prometheus)"
-    info = build(keep, instances, hours, step, promtool)
-    print(f"prepared {info['instances']} instances, {info['series']:,} series, {info['samples']:,} samples: "
-          f"{info['bytes'] / 1e9:.1f} GB of OpenMetrics in {info['windows']} windows (one on disk at a time), "
-          f"generated in {info['generate_s']:.0f} s, all backfilled by {info['total_s']:.0f} s")
-    meta.write_text(json.dumps({**wanted, "end": info["end"]}))
-    return int(info["end"])
+def history_of(keep: Path) -> tuple[int, float]:
+    """(end, hours) of the blocks under ``keep/data``: the last sample's time and the span they cover."""
+    metas = [json.loads((block / "meta.json").read_text()) for block in (keep / "data").iterdir()
+             if (block / "meta.json").is_file()]
+    if not metas:
+        raise SystemExit(f"{keep}/data: no TSDB blocks (write them with --build N or bench/fleet_history.py)")
+    end = (max(m["maxTime"] for m in metas) - 1) // 1000
+    start = min(m["minTime"] for m in metas) // 1000
+    return int(end), round((end - start) / 3600)
 
 
 def _settle(data: Path, quiet_s: float = 20, limit_s: float = 900) -> None:
@@ -55,57 +60,24 @@ def _settle(data: Path, quiet_s: float = 20, limit_s: float = 900) -> None:
         now = blocks()
         if now != last:
             last, since = now, time.monotonic()
-    print(f"blocks after compaction: {len(last)}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", type=int, default=1000)
-    parser.add_argument("--hours", type=float, default=24)
-    parser.add_argument("--step", type=int, default=60)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "llmdoctor-fleet-1000")
-    args = parser.parse_args()
+def reference(url: str, end: int, hours: float) -> float:
+    """Seconds for one stdlib request of the report's metrics.kv_usage query over the whole fleet, parsed."""
+    from doctor.report.promql import Params, load_catalog
 
-    from fleet_history import EXPECT
-    from support.measure import run_measured
-    from support.prometheus import PrivatePrometheus
-
-    end = prepare(args.keep, args.instances, args.hours, args.step)
-    with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=args.keep / "data") as prom:
-        _settle(args.keep / "data")
-        runs, prom_cpu = [], []
-        for _ in range(args.repeat):
-            out = Path(work) / "report.json"
-            before = _cpu_s(prom.process.pid)
-            runs.append(run_measured(["report", "--prometheus", prom.url, "--since", f"{args.hours:g}h", "--step",
-                                      f"{args.step}s", "--until", str(end), "-o", str(out)], timeout=300))
-            prom_cpu.append(_cpu_s(prom.process.pid) - before)
-            assert runs[-1].rc in (0, 1), runs[-1].describe()
-        doc = json.loads(out.read_text())
-    named: dict[str, Counter[str]] = {}
-    for item in doc.get("instances", []):
-        kind = _kind(item.get("instance", ""))
-        named.setdefault(kind, Counter()).update(set(item.get("findings", [])))
-    print(f"instances: {doc['summary']['instances']}  findings: {doc['summary']['findings']}  "
-          f"PromQL queries: {doc['queries']['count']} ({doc['queries']['failed']} failed, "
-          f"{doc['queries']['seconds']:.1f} s of querying)")
-    for run, prom_s in zip(runs, prom_cpu, strict=True):
-        print(f"report (console script, cold start, -o report.json): {run.elapsed_s:.1f} s wall, "
-              f"peak RSS {run.max_rss_kb / 1024:.0f} MiB, exit {run.rc}; CPU: report {run.cpu_s:.1f} s + "
-              f"Prometheus {prom_s:.1f} s = {run.cpu_s + prom_s:.1f} CPU-s (what a shared machine cannot hide)")
-    for kind, expected in EXPECT.items():
-        got = named.get(kind, Counter())
-        total = args.instances // len(EXPECT)
-        print(f"  {kind:13} expected {', '.join(expected) or 'nothing critical'}: "
-              + (", ".join(f"{c} ×{got[c]}" for c in expected) if expected else
-                 f"{sum(got.values())} findings") + f" (of {total})")
+    catalog = load_catalog()
+    since = hours * 3600
+    query = catalog.chain("metrics.kv_usage", Params(range=since, lookback=since, p95_over=since), catalog.inline)
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": query, "time": end}),
+                                timeout=300) as answer:
+        assert len(json.loads(answer.read())["data"]["result"]) > 0
+    return time.perf_counter() - started
 
 
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of a running process (/proc/PID/stat fields 14 and 15)."""
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -117,6 +89,82 @@ def _kind(instance: str) -> str:
         return KINDS[int(instance.split(":")[0].rsplit(".", 1)[1]) - 1]
     except (IndexError, ValueError):
         return "?"
+
+
+def spread(values: list[float], fmt: str = ".1f") -> str:
+    return f"{min(values):{fmt}} / {statistics.median(values):{fmt}} / {max(values):{fmt}}"
+
+
+def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
+    from fleet_history import EXPECT
+    from support.measure import run_measured
+    from support.tsdb import PrivatePrometheus
+
+    end, hours = history_of(keep)
+    rows: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=keep / "data") as prom:
+        _settle(keep / "data")
+        out = Path(work) / "report.json"
+        for _ in range(repeat):
+            ref = reference(prom.url, end, hours)
+            before = _cpu_s(prom.process.pid)
+            run = run_measured(["report", "--prometheus", prom.url, "--since", f"{hours:g}h", "--until", str(end),
+                                "--timeout", f"{timeout:g}", "-o", str(out)], timeout=1800)
+            assert run.rc in (0, 1), run.describe()
+            rows.append({"ref": ref, "wall": run.elapsed_s, "rss": run.max_rss_kb / 1024, "cpu": run.cpu_s,
+                         "prom_cpu": _cpu_s(prom.process.pid) - before})
+        doc = json.loads(out.read_text())
+        size = out.stat().st_size
+    instances = doc["summary"]["instances"]
+    named: dict[str, Counter[str]] = {}
+    for item in doc["instances"]:
+        named.setdefault(_kind(item["instance"]), Counter()).update(set(item["findings"]))
+    col = {k: [r[k] for r in rows] for k in rows[0]}
+    ratios = [r["wall"] / r["ref"] for r in rows]
+    print(f"\n{keep}: {instances} instances × {hours:g} h, {doc['queries']['count']} PromQL queries "
+          f"({doc['queries']['failed']} failed), report.json {size / 1e6:.1f} MB; {len(rows)} runs, min / median / max:")
+    print(f"  reference (one fleet-wide fact, stdlib HTTP): {spread(col['ref'], '.2f')} s")
+    print(f"  report (console script, -o report.json):     {spread(col['wall'])} s wall, "
+          f"{spread(col['rss'], '.0f')} MiB peak RSS")
+    print(f"  report ÷ reference:                          {spread(ratios)}")
+    print(f"  CPU: report {spread(col['cpu'])} s, Prometheus {spread(col['prom_cpu'])} s")
+    print(f"  per 1,000 instances: {1000 * statistics.median(col['wall']) / instances:.1f} s wall, "
+          f"{1000 * statistics.median(col['cpu']) / instances:.2f} s report CPU")
+    for kind, expected in EXPECT.items():
+        got = named.get(kind, Counter())
+        print(f"  {kind:13} expected {', '.join(expected) or 'nothing'}: "
+              + (", ".join(f"{c} ×{got[c]}" for c in expected) if expected else f"{sum(got.values())} findings")
+              + f" (of {instances // len(EXPECT)})")
+    return {"instances": instances, "wall": statistics.median(col["wall"]), "ratio": statistics.median(ratios)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, action="append", required=True,
+                        help="a fleet's directory (DIR/data: TSDB blocks); repeat for several sizes")
+    parser.add_argument("--build", type=int, default=None, metavar="N",
+                        help="write N instances into an empty --data first (bench/fleet_history.py)")
+    parser.add_argument("--hours", type=float, default=24)
+    parser.add_argument("--step", type=int, default=60)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=30, help="the report's --timeout (seconds per query)")
+    args = parser.parse_args()
+    if args.build is not None:
+        from fleet_history import build
+
+        if len(args.data) != 1:
+            parser.error("--build writes one --data directory")
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            sys.exit("promtool not installed (Debian: apt-get install prometheus)")
+        build(args.data[0], args.build, args.hours, args.step, promtool)
+    sizes = [bench(keep, args.repeat, args.timeout) for keep in args.data]
+    if len(sizes) > 1:
+        base = sizes[0]
+        print("\ncost per instance against the first size (1.0 = linear):")
+        for s in sizes:
+            print(f"  {s['instances']:6} instances: wall {s['wall']:.1f} s, per instance "
+                  f"{(s['wall'] / s['instances']) / (base['wall'] / base['instances']):.2f}× the first's")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
     python bench/bench_startup.py [--runs 15]
 
-Each command runs as a fresh process, ``--runs`` times after one warm-up, and the median wall time is shown next
-to ``python3 -c pass`` (the floor no Python CLI can beat). Bytecode caching is on, as a pip install has it
+Each command runs as a fresh process, ``--runs`` times after one warm-up, taking turns with ``python3 -c pass``
+(the floor no Python CLI can beat): min / median / max of its wall time and of its ratio to the floor run
+just before it (targets: ``--version`` and ``--help`` under 2x). Bytecode caching is on, as a pip install has it
 (pip compiles .pyc files at install time): this environment sets PYTHONDONTWRITEBYTECODE=1, which the script
 removes for the children, and the warm-up writes the caches. Then ``python -X importtime`` over the check,
 inspect and lint paths: the slowest top-level imports, and whether any heavy module is loaded (none may be:
@@ -45,14 +46,21 @@ def cli() -> list[str]:
     return [script] if Path(script).exists() else [sys.executable, "-m", "doctor"]
 
 
-def median_ms(cmd: list[str], runs: int) -> float:
-    subprocess.run(cmd, capture_output=True, env=env(), cwd=ROOT, check=False)  # warm-up: writes .pyc caches
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Seconds per run of each command, the commands taking turns (one warm-up each: writes .pyc caches)."""
+    for cmd in cmds.values():
         subprocess.run(cmd, capture_output=True, env=env(), cwd=ROOT, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, env=env(), cwd=ROOT, check=False)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
+    return f"{min(values) * scale:{fmt}} / {statistics.median(values) * scale:{fmt}} / {max(values) * scale:{fmt}}"
 
 
 def import_profile(args: list[str]) -> tuple[list[tuple[float, str]], list[str], int]:
@@ -75,18 +83,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     metrics = METRICS if METRICS.is_file() else SCENARIO_METRICS
-    floor = median_ms([sys.executable, "-c", "pass"], args.runs)
-    rows = [("python3 -c pass", floor)]
-    commands = {"llmdoctor --version": ["--version"],
-                "llmdoctor inspect example:seed-gqa-27b": ["inspect", "example:seed-gqa-27b"],
-                f'llmdoctor lint "{LINT[:28]}…"': ["lint", LINT],
-                f"llmdoctor check --metrics {metrics.name}": ["check", "--metrics", str(metrics)]}
-    for label, cmd in commands.items():
-        rows.append((label, median_ms([*cli(), *cmd], args.runs)))
-    print(f"median of {args.runs} fresh processes, bytecode cached (PYTHONDONTWRITEBYTECODE unset), "
-          f"python {sys.version.split()[0]}")
-    for label, ms in rows:
-        print(f"  {label:48s} {ms:7.1f} ms  ({ms / floor:4.1f}x python -c pass, +{ms - floor:6.1f} ms)")
+    floor = "python3 -c pass"
+    commands = {floor: [sys.executable, "-c", "pass"],
+                "llmdoctor --version": [*cli(), "--version"],
+                "llmdoctor --help": [*cli(), "--help"],
+                "llmdoctor inspect example:seed-gqa-27b": [*cli(), "inspect", "example:seed-gqa-27b"],
+                f'llmdoctor lint "{LINT[:28]}…"': [*cli(), "lint", LINT],
+                f"llmdoctor check --metrics {metrics.name}": [*cli(), "check", "--metrics", str(metrics)]}
+    times = interleaved(commands, args.runs)
+    print(f"{args.runs} interleaved runs of fresh processes, bytecode cached (PYTHONDONTWRITEBYTECODE unset), "
+          f"python {sys.version.split()[0]}; min / median / max")
+    for label, values in times.items():
+        ratios = [t / f for t, f in zip(values, times[floor], strict=True)]
+        print(f"  {label:48s} {spread(values, 1000)} ms, ÷ python -c pass {spread(ratios, fmt='.2f')}")
+    commands = {label: cmd[len(cli()):] for label, cmd in commands.items() if label != floor}
     for label, cmd in (("check --metrics", commands[f"llmdoctor check --metrics {metrics.name}"]),
                        ("inspect", ["inspect", "example:seed-gqa-27b"]), ("lint", ["lint", LINT])):
         slowest, heavy, count = import_profile(cmd)

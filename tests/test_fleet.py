@@ -43,6 +43,24 @@ def test_200_targets_with_10_percent_dead_finish_in_about_one_timeout(tmp_path: 
 
 
 @requires_shared
+def test_worker_processes_give_the_same_results_in_the_same_order(tmp_path: Path) -> None:
+    routes = _vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_1.prom")
+    with MultiPortServer(routes, healthy=16, dead=4) as srv:
+        targets = tmp_path / "fleet.yaml"
+        # dead ones bunched at the start: dealt round-robin, they spread over the workers
+        targets.write_text("".join(f"- {ep}\n" for ep in srv.dead_endpoints + srv.healthy_endpoints))
+        specs = load_targets(str(targets))
+        parent = os.getpid()
+        one = run_fleet(specs, timeout_s=1.0, processes=1)
+        three = run_fleet(specs, timeout_s=1.0, processes=3)
+    assert os.getpid() == parent
+    assert [r.spec.endpoint for r in three.results] == [s.endpoint for s in specs]
+    assert [r.reachable for r in three.results] == [r.reachable for r in one.results] == [False] * 4 + [True] * 16
+    assert [r.to_dict()["findings"] for r in three.results] == [r.to_dict()["findings"] for r in one.results]
+    assert all(p.raw == {} for r in three.results for p in r.run.probes)  # compact: no raw answers kept
+
+
+@requires_shared
 def test_cli_fleet_table_json_and_exit_codes(tmp_path: Path) -> None:
     with MultiPortServer(_vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_3.prom"), healthy=3, dead=1) as srv:
         targets = tmp_path / "fleet.json"

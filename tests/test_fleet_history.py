@@ -42,10 +42,38 @@ def test_small_fleet_backfills_and_report_names_each_kind(tmp_path: Path) -> Non
     assert not named["healthy"] & {"kv-cache-exhausted", "max-num-seqs-limit", "kv-filling-fast"}
 
 
-def test_chart_points_shrink_only_for_large_fleets() -> None:
-    from doctor.report.collect import MAX_CHART_POINTS, MIN_CHART_POINTS, Window, chart_points
+@requires_prometheus
+def test_a_fleet_past_the_detail_limit_is_drawn_as_its_spread_and_its_worst(tmp_path: Path) -> None:
+    from doctor.report.collect import DETAIL_CHARTS
 
-    assert chart_points(1) == chart_points(100) == MAX_CHART_POINTS  # reports up to ~330 instances unchanged
-    assert chart_points(1000) == 120 and chart_points(100_000) == MIN_CHART_POINTS
-    day = Window(86400, 60, 900, 0)
-    assert day.chart_step == 240 and Window(86400, 60, 900, 0, chart_points(1000)).chart_step == 720
+    size = DETAIL_CHARTS + 11
+    info = build(tmp_path / "fleet", size, 3, 60, str(PROMTOOL))
+    with PrivatePrometheus(tmp_path, data=tmp_path / "fleet" / "data") as prom:
+        doc, _findings = run(ReportOptions(prometheus=prom.url, since="3h", until=str(info["end"])))
+    charted = [i for i in doc["instances"] if i["charts"]]
+    assert len(doc["instances"]) == size and len(charted) == DETAIL_CHARTS
+    assert all(i["findings"] for i in charted)  # the worst ones; a healthy instance is only in the spread
+    assert {i["worst"] for i in charted} >= {"critical"}
+    assert doc["notes"] == [f"{size} instances: charted, and asked their latencies and token rates, are the "
+                            f"{DETAIL_CHARTS} with findings most in need of a look; the fleet is drawn as distributions"]
+    # the detail facts (no playbook reads them) only for those, and each other instance says why not
+    for inst in doc["instances"]:
+        facts = inst["facts"]
+        if inst["charts"]:
+            assert "metrics.ttft_p99" in facts["facts"], inst["instance"]
+        else:
+            assert "metrics.ttft_p99" not in facts["facts"]
+            assert facts["errors"]["metrics.ttft_p99"].startswith(f"asked only for the (at most {DETAIL_CHARTS})")
+    detail_queries = [q for q in doc["queries"]["list"] if q["label"] == "metrics.ttft_p99"]
+    assert len(detail_queries) == 1 and 'instance=~"' in detail_queries[0]["query"]
+    assert detail_queries[0]["series"] == DETAIL_CHARTS  # Prometheus answered for those only
+    # the spread counts every instance once, from the facts the diagnosis read
+    spread = {c["id"]: c for c in doc["fleet_charts"]}
+    kv = spread["kv_usage"]
+    assert sum(b["instances"] for b in kv["bins"]) + kv["unknown"] == size and kv["unknown"] == 0
+    exhausted = sum(1 for i in doc["instances"] if i["facts"]["facts"]["metrics.kv_usage"]["value"] > 0.9)
+    assert kv["bins"][-1]["instances"] == exhausted > 0
+    # GPU charts only for the charted instances' hosts: the {gpusel} matcher reached Prometheus
+    hosts = {i["instance"].rsplit(":", 1)[0] for i in charted}
+    gpu_query = next(q["query"] for q in doc["queries"]["list"] if q["label"] == "chart: GPU utilization per GPU")
+    assert all(h.replace(".", "\\\\.") in gpu_query for h in hosts)

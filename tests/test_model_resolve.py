@@ -170,11 +170,20 @@ def test_inspect_resolves_a_repo_from_the_hub_then_from_the_cache(hub: HubServer
     assert report["model"]["weight_bytes"] == tensor_bytes(dense_tensors(qwen_config, "BF16"))
     assert report["model"]["architectures"] == qwen_config["architectures"]
     assert not hub.weight_downloads()
-    # What was fetched is in the user's HF cache: offline, the next run finds the config there.
-    again = cli(env | {"HF_HUB_OFFLINE": "1"}, "inspect", "Qwen/Qwen3-8B", "--format", "json")
+    # What was fetched is in the user's HF cache, and the headers' sum in llmdoctor's (doctor/model/hubmemo.py):
+    # offline, the next run finds both there, without importing the Hub client.
+    asked = len(hub.requests)
+    again = subprocess.run([sys.executable, "-X", "importtime", "-m", "doctor", "inspect", "Qwen/Qwen3-8B", "--format",
+                            "json"], capture_output=True, text=True, cwd=ROOT, env={**env, "HF_HUB_OFFLINE": "1"},
+                           timeout=120)
     assert again.returncode == 0, again.stderr
+    assert "huggingface_hub" not in again.stderr
     cached = json.loads(again.stdout)
-    assert cached["resolution"]["origin"] == "HF cache" and cached["model"]["weight_source"] == "estimate"
+    assert cached["resolution"]["origin"] == "HF cache" and cached["model"]["weight_source"] == "safetensors"
+    assert cached["model"]["weight_bytes"] == report["model"]["weight_bytes"] and len(hub.requests) == asked
+    # with the memo off, the cache alone gives the config and an estimate
+    bare = cli(env | {"HF_HUB_OFFLINE": "1", "LLMDOCTOR_CACHE_DIR": ""}, "inspect", "Qwen/Qwen3-8B", "--format", "json")
+    assert json.loads(bare.stdout)["model"]["weight_source"] == "estimate"
 
 
 def test_a_quantized_checkpoint_is_sized_as_stored(hub: HubServer, tmp_path: Path, qwen_config: dict) -> None:
@@ -430,6 +439,11 @@ for repo in ("Qwen/Qwen3-8B", "Qwen/Qwen3-32B"):
     first, second = result.stdout.strip().splitlines()
     assert "is unreachable within" in first, result.stdout + result.stderr
     assert "did not answer earlier in this run" in second, result.stdout + result.stderr
+    # the next run, within the hour, neither imports the Hub client nor waits on it (doctor/model/hubmemo.py)
+    again = subprocess.run([sys.executable, "-X", "importtime", "-c", script.replace("resolve._hub = None", "pass")],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert "huggingface_hub" not in again.stderr
+    assert all("did not answer in a run less than 1 h ago" in line for line in again.stdout.strip().splitlines())
 
 
 def test_a_model_is_resolved_once_per_run(hub: HubServer, tmp_path: Path) -> None:

@@ -206,3 +206,27 @@ def test_a_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1 and "cannot write: No space left on device" in result.stderr
     kept, listing = result.stdout.split("\n", 1)
     assert kept + "\n" == OLD and listing.split() == ["causes.md"]  # the old file, and no temporary file
+
+
+def test_a_document_written_piece_by_piece_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    """write_chunks (a fleet report, one instance at a time): the file appears only when complete; a producer
+    that fails part way leaves the old file and no temporary one; compact JSON reads back as the document."""
+    import json
+
+    from doctor.outio import json_chunks, write_chunks
+
+    doc = {"schema": "x/1", "instances": [{"instance": f"10.0.0.{i}:8000", "url": "http://u:secret@h/"}
+                                          for i in range(300)], "empty": [], "notes": {}}
+    target = tmp_path / "report.json"
+    write_chunks(target, json_chunks(doc))
+    text = target.read_text()
+    assert "\n " not in text and "secret" not in text  # compact, and the shape check still masks the password
+    assert json.loads(text)["instances"][299]["instance"] == "10.0.0.299:8000"
+
+    def failing() -> Iterator[str]:
+        yield from json_chunks({"partial": [1, 2, 3]})
+        raise RuntimeError("the producer broke")
+
+    with pytest.raises(RuntimeError):
+        write_chunks(target, failing())
+    assert target.read_text() == text and [p.name for p in tmp_path.iterdir()] == ["report.json"]

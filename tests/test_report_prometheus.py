@@ -232,6 +232,21 @@ def test_slow_queries_cost_only_their_facts(fleet: tuple[str, int]) -> None:
     assert "metrics.kv_usage" in facts["facts"]
 
 
+def test_a_chart_query_over_budget_is_drawn_with_fewer_points(fleet: tuple[str, int]) -> None:
+    url, end = fleet
+    slow = Response(200, b"{}", content_type=JSON, delay=5)
+    # the preemptions chart at 360 points (rates over 4 minutes) is slow; at a quarter of the points it answers
+    with _proxy(url, lambda q: slow if "rate(" in q and "[4m]" in q else None) as proxy:
+        rc, doc, _ = _report(proxy.url(), end, "--timeout", "1")
+    assert rc == 1
+    assert doc["notes"] == ["chart: Preemptions per second: the query at 360 points did not answer within --timeout; "
+                            "drawn at 90 points"]
+    charted = next(i for i in doc["instances"] if "preemptions" in i["charts"])
+    points = next(iter(charted["charts"]["preemptions"].values()))
+    assert 60 <= len(points) <= 100
+    assert len(next(iter(charted["charts"]["kv_usage"].values()))) > 200  # the other charts at full resolution
+
+
 def test_prometheus_that_never_answers_in_time_is_exit_3(fleet: tuple[str, int]) -> None:
     url, end = fleet
     with _proxy(url, lambda q: Response(200, b"{}", content_type=JSON, delay=5)) as proxy:

@@ -132,3 +132,18 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], says: str) -> None:
     result = run_cli("report", *args)
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_no_playbook_reads_a_detail_fact() -> None:
+    """A fact marked ``detail`` is asked only for a large fleet's worst instances: that is safe only while no
+    playbook condition or cause text reads it (else a finding would silently depend on which instances were
+    looked at closely)."""
+    from doctor.report.promql import load_catalog
+
+    detail = [e.key for e in load_catalog().entries.values() if e.detail]
+    assert "metrics.ttft_p99" in detail
+    # every tree, cause file and trap; not the fact registry (playbooks/facts/), which names every fact
+    texts = {p: p.read_text() for p in (ROOT / "playbooks").rglob("*.yaml") if "facts" not in p.parent.parts}
+    for key in detail:
+        readers = [str(p.relative_to(ROOT)) for p, text in texts.items() if re.search(rf"\b{re.escape(key)}\b", text)]
+        assert readers == [], (key, readers)

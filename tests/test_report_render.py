@@ -17,7 +17,7 @@ from doctor.playbook.loader import load_playbooks
 from doctor.render.report_html import html_report
 from doctor.render.report_text import markdown_report, text_summary
 from doctor.render.svg import line_chart
-from doctor.report.analysis import analyze, document, downsample, merge, thin
+from doctor.report.analysis import analyze, attach_detail, document, downsample, merge, thin
 from doctor.report.client import connect
 from doctor.report.collect import Collected, Observation, Window
 from doctor.report.promql import Selector, load_catalog
@@ -46,6 +46,8 @@ def _scenario_doc() -> dict:
     client = connect("http://127.0.0.1:9", timeout_s=1, end=END)
     window = Window(3600, 60, 900, END)
     results = analyze(collected, load_catalog(), load_playbooks(), {}, window)
+    collected.detailed = {EXHAUSTED, ODD}  # a fleet of two: both looked at closely
+    attach_detail(results, collected, load_catalog())
     return document(client=client, window=window, selector=Selector.parse('{job="llm"}'),
                     results=results, collected=collected, catalog=load_catalog(), elapsed_s=0.1)
 

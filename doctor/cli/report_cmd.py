@@ -6,8 +6,8 @@ other commands never pay for it.
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Iterator
 
 import click
 
@@ -39,11 +39,14 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "m
 @fail_on_option
 @click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
               help="Seconds each Prometheus query may take.")
+@click.option("--indent", type=click.IntRange(0, 8), default=None, metavar="N",
+              help="Indent JSON by N spaces, 0 for none (default: 1 up to 100 instances, none above: a large "
+                   "report is written compact, as it is produced).")
 @click.option("--progress/--no-progress", default=None,
               help="Show each query on stderr (default: only when stderr is a terminal).")
 def report(prometheus: str, since: str, until: str | None, step: str, trend: str, selector: str,
            targets: str | None, playbook_dirs: tuple[str, ...], output: str | None, fmt: str | None, fail_on: str,
-           timeout_s: float, progress: bool | None) -> int:
+           timeout_s: float, indent: int | None, progress: bool | None) -> int:
     """Diagnose every vLLM/SGLang instance Prometheus has seen over the window.
 
     PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
@@ -69,12 +72,14 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     if show and sys.stderr.isatty():
         click.echo("", err=True)
     if output:
-        from doctor.outio import write_atomic
+        from doctor.outio import write_chunks
 
-        write_atomic(output, _render(doc, fmt))
-        emit(_render(doc, "text", written=output))
+        write_chunks(output, _render(doc, fmt, indent=indent))
+        emit("".join(_render(doc, "text", written=output)))
+    elif fmt in ("json", "html"):
+        _stream(_render(doc, fmt, indent=indent))
     else:
-        emit(_render(doc, fmt))
+        emit("".join(_render(doc, fmt)))
     return exit_code(findings, fail_on)
 
 
@@ -90,16 +95,41 @@ def _format(fmt: str | None, output: str | None) -> str:
     return _SUFFIXES[suffix]
 
 
-def _render(doc: dict, fmt: str, written: str | None = None) -> str:
+#: Up to this many instances a JSON report is indented by default (read by eye); above it, compact.
+INDENT_UP_TO = 100
+
+
+def _render(doc: dict, fmt: str, written: str | None = None, indent: int | None = None) -> Iterator[str]:
+    """The report in ``fmt``, piece by piece (JSON and HTML: an instance at a time)."""
     if fmt == "json":
-        return json.dumps(doc, indent=1) + "\n"
-    if fmt == "html":
-        from doctor.render.report_html import html_report
+        from doctor.outio import json_chunks
 
-        return html_report(doc)
-    from doctor.render.report_text import markdown_report, text_summary
+        if indent is None and doc["summary"]["instances"] <= INDENT_UP_TO:
+            indent = 1
+        yield from json_chunks(doc, indent or None)
+    elif fmt == "html":
+        from doctor.render.report_html import html_chunks
 
-    return markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
+        yield from html_chunks(doc)
+    else:
+        from doctor.render.report_text import markdown_report, text_summary
+
+        yield markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
+
+
+def _stream(chunks: Iterator[str]) -> None:
+    """To stdout as produced; each piece through the same last line of defence as ``emit``."""
+    from doctor.redact import redact_shapes
+
+    out = click.get_text_stream("stdout")
+    last = ""
+    for chunk in chunks:
+        if chunk:
+            out.write(redact_shapes(chunk))
+            last = chunk
+    if not last.endswith("\n"):
+        out.write("\n")
+    out.flush()
 
 
 def _progress(label: str) -> None:

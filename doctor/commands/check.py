@@ -51,6 +51,8 @@ class CheckOptions:
     probes: tuple[str, ...] | None = None
     #: per-request deadline of the active probes (None: --timeout)
     active_timeout_s: float | None = None
+    #: collect the "could not check" lines (a fleet check, which shows findings only, spares their cost)
+    unchecked: bool = True
     #: --target-version V: also read the launch command as release V would (doctor/engines/upgrade.py)
     target_version: str | None = None
 
@@ -158,7 +160,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     unreachable: tuple[str, ...] = (() if active_ran else ("active",)) + \
         (() if offline.log_excerpt is not None else ("log",))
     unreachable += absent_on_this_device(gathered.facts)  # nothing asked about GPUs a CPU server does not use
-    diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable)
+    diagnosis = diagnose(pbset, gathered.facts, opts.symptoms, unreachable=unreachable, unchecked=opts.unchecked)
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
 

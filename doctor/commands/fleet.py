@@ -3,14 +3,21 @@
 A fleet check must finish in about one timeout even when some servers never answer: targets run
 concurrently (a pool much wider than the usual number of dead hosts), each bounded by its own timeout, and
 only the HTTP probes run (the process and NVML probes describe *this* host, not the targets). Results keep
-facts and findings only, so memory stays flat however many targets there are.
+facts and findings only (no raw answers, no "could not check" lists), so memory stays flat however many
+targets there are.
+
+Past PROCESS_FROM targets the fleet is dealt out to one worker process per CPU, each with its own pool: a
+target costs ~6 ms of Python (parsing its /metrics, running the playbooks), so one interpreter would cap a
+10,000-target check at one core (bench/bench_fleet.py). Targets are dealt round-robin, so hung ones spread
+over the workers, and the results come back in the file's order.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +29,10 @@ if TYPE_CHECKING:
 SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
 MAX_WORKERS = 64
+#: From this many targets the check runs in one worker process per CPU (below it, starting them costs more).
+PROCESS_FROM = 500
+#: Targets a worker checks before handing their results back (its pool stays full: CHUNK > MAX_WORKERS).
+CHUNK = 256
 FLEET_PROBES = ("server", "metrics")
 _TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
 
@@ -123,19 +134,63 @@ def load_targets(path: str) -> list[TargetSpec]:
 
 
 def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[str, ...] = (),
-              playbook_dirs: tuple[str, ...] = (), workers: int = MAX_WORKERS) -> FleetRun:
+              playbook_dirs: tuple[str, ...] = (), workers: int = MAX_WORKERS, processes: int | None = None
+              ) -> FleetRun:
+    """Every target checked, in the given order; ``processes`` defaults to one per CPU past PROCESS_FROM."""
     from doctor.playbook.loader import load_playbooks
 
     specs = list(specs)
-    load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        results = list(pool.map(lambda s: check_target(s, timeout_s, symptoms, playbook_dirs), specs))
+    load_playbooks(playbook_dirs)  # a bad --playbooks fails once, before any network (and before any fork)
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if len(specs) >= PROCESS_FROM else 1
+    processes = max(1, min(processes, len(specs)))
+    if processes == 1:
+        return FleetRun(_run_pool(specs, timeout_s, symptoms, playbook_dirs, workers))
+    import multiprocessing
+
+    # Dealt in rounds of CHUNK targets per worker (round-robin within a round, so hung targets spread): a worker
+    # hands each round's results back as it finishes it, never holding thousands at once.
+    rounds = [list(range(start, min(start + CHUNK * processes, len(specs))))
+              for start in range(0, len(specs), CHUNK * processes)]
+    tasks = [[r[i::processes] for i in range(processes)] for r in rounds]
+    flat = [indices for round_ in tasks for indices in round_ if indices]
+    results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
+    # fork: the workers inherit the loaded playbooks and imports instead of paying for them again
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        parts = pool.imap(_run_pool_star, [([specs[i] for i in indices], timeout_s, symptoms, playbook_dirs, workers)
+                                           for indices in flat])
+        for indices, part in zip(flat, parts, strict=True):
+            for index, result in zip(indices, part, strict=True):
+                results[index] = result
     return FleetRun(results)
 
 
-def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
-                 ) -> TargetResult:
-    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert)."""
+def _run_pool_star(args: tuple[list[TargetSpec], float, tuple[str, ...], tuple[str, ...], int]) -> list[TargetResult]:
+    return _run_pool(*args)
+
+
+def _run_pool(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+              workers: int) -> list[TargetResult]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+        return list(pool.map(lambda s: _compact(check_target(s, timeout_s, symptoms, playbook_dirs, unchecked=False)),
+                             specs))
+
+
+def _compact(result: TargetResult) -> TargetResult:
+    """What a fleet keeps of one target: its facts and findings; the probes' raw answers (most of a result's
+    size) are dropped, as no fleet output reads them (nor the "could not check" lists, not collected)."""
+    if result.run is None:
+        return result
+    run = result.run
+    from doctor.facts import Facts
+
+    return replace(result, run=replace(run, probes=[replace(p, raw={}, facts=Facts()) for p in run.probes]))
+
+
+def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+                 unchecked: bool = True) -> TargetResult:
+    """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert);
+    ``unchecked=False``: findings only (a fleet's outputs show no "could not check" lines)."""
     from doctor.commands.check import CheckOptions, run_check
     from doctor.sources.offline import OfflineInputs
 
@@ -150,7 +205,7 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
                                 log=spec.log)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
-                                     probes=FLEET_PROBES))
+                                     probes=FLEET_PROBES, unchecked=unchecked))
     except DoctorError as exc:
         return TargetResult(spec, error=str(exc))
     return TargetResult(spec, run)

@@ -96,7 +96,13 @@ REMEMBER_S = 300.0
 def _resolve_repo(spec: str, offline: bool) -> ResolvedModel:
     cached = _from_cache(spec)
     if cached is not None:
-        return cached if cached.weights is not None or offline_mode(offline) else _hub_weights(spec, cached)
+        if cached.weights is not None:
+            return cached
+        # the headers an earlier run read from the Hub for this revision: no import, no request, even offline
+        recalled = _recalled(spec, cached, _revision(cached))
+        if recalled is not None or offline_mode(offline):
+            return recalled or cached
+        return _hub_weights(spec, cached)
     if offline_mode(offline):
         why = "--offline" if offline else "HF_HUB_OFFLINE"
         raise ModelNotResolved(f"{spec}: not a local path and not in the Hugging Face cache at {hf_hub_cache()}; "
@@ -177,10 +183,28 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
 
 
+def _down(endpoint: str) -> str | None:
+    """Why the Hub at ``endpoint`` is taken as down now: earlier in this run, or in a run of the last hour
+    (doctor/model/hubmemo.py), so that neither huggingface_hub's import nor a timeout is paid again."""
+    from doctor.model.hubmemo import UNREACHABLE_S, recalled_unreachable
+
+    if endpoint in _UNREACHABLE:
+        return f"earlier in this run ({_UNREACHABLE[endpoint]})"
+    recalled = recalled_unreachable(endpoint)
+    return None if recalled is None else f"in a run less than {UNREACHABLE_S / 3600:g} h ago ({recalled})"
+
+
+def _mark_down(endpoint: str, exc: BaseException) -> None:
+    from doctor.model.hubmemo import remember_unreachable
+
+    _UNREACHABLE[endpoint] = type(exc).__name__
+    remember_unreachable(endpoint, type(exc).__name__)
+
+
 def _from_hub(repo: str) -> ResolvedModel:
-    down = _UNREACHABLE.get(_endpoint())
+    down = _down(_endpoint())
     if down is not None:
-        raise ModelNotResolved(f"{repo}: the Hub ({_host(_endpoint())}) did not answer earlier in this run ({down}); "
+        raise ModelNotResolved(f"{repo}: the Hub ({_host(_endpoint())}) did not answer {down}; "
                                "pass --config with a local config.json, or --offline")
     hub, api, endpoint = _hub()
     try:
@@ -210,7 +234,7 @@ def _from_hub(repo: str) -> ResolvedModel:
     except Exception as exc:  # noqa: BLE001 — every client failure becomes one line, classified below
         reason = _hub_failure(repo, endpoint, exc)
         if " is unreachable within " in reason:
-            _UNREACHABLE[endpoint] = type(exc).__name__
+            _mark_down(endpoint, exc)
         raise ModelNotResolved(reason) from None
     where = f"{repo}@{str(info.sha)[:12]} from {_host(endpoint)}"
     found = ResolvedModel(LoadedConfig(config_path, repo, raw), "Hub", where, config_path.parent,
@@ -222,20 +246,51 @@ def _from_hub(repo: str) -> ResolvedModel:
 
 
 def _hub_weights(repo: str, found: ResolvedModel, revision: str | None = None) -> ResolvedModel:
-    """Exact weights from the Hub's safetensors headers (HTTP range requests: the headers, never the data)."""
+    """Exact weights from the Hub's safetensors headers (HTTP range requests: the headers, never the data),
+    or as an earlier run read them for this revision (doctor/model/hubmemo.py: no import, no request)."""
+    from doctor.model.hubmemo import forget_unreachable, remember_weights
+
+    endpoint = _endpoint()
+    revision = revision or _revision(found)
+    recalled = _recalled(repo, found, revision)
+    if recalled is not None:
+        return recalled
+    down = _down(endpoint)
+    if down is not None:
+        return replace(found, weights_note=f"safetensors headers from the Hub: not asked: the Hub "
+                                           f"({_host(endpoint)}) did not answer {down}")
     _, api, endpoint = _hub()
     from doctor.model.checkpoint import Tensor, summarize
 
     try:
         meta = api.get_safetensors_metadata(repo, revision=revision)
     except Exception as exc:  # noqa: BLE001 — no exact weights is not an error: the estimate stays, with why
-        return replace(found, weights_note=f"safetensors headers from the Hub: {_hub_failure(repo, endpoint, exc)}")
+        reason = _hub_failure(repo, endpoint, exc)
+        if " is unreachable within " in reason:
+            _mark_down(endpoint, exc)
+        return replace(found, weights_note=f"safetensors headers from the Hub: {reason}")
     tensors = [Tensor(name, info.dtype, info.data_offsets[1] - info.data_offsets[0])
                for file in meta.files_metadata.values() for name, info in file.tensors.items()]
     count = len(meta.files_metadata)
     where = f"Hub repo {repo}" + (f"@{revision[:12]}" if revision else "") + f", {count} file header" + \
         ("s" if count > 1 else "")
-    return replace(found, weights=summarize(tensors, files=count, where=where), weights_note="")
+    weights = summarize(tensors, files=count, where=where)
+    forget_unreachable(endpoint)
+    if revision:
+        remember_weights(endpoint, repo, revision, weights)
+    return replace(found, weights=weights, weights_note="")
+
+
+def _revision(found: ResolvedModel) -> str | None:
+    """A cached snapshot's folder is named for its revision (the commit the files, and headers, are of)."""
+    return found.directory.name if found.origin == "HF cache" and found.directory is not None else None
+
+
+def _recalled(repo: str, found: ResolvedModel, revision: str | None) -> ResolvedModel | None:
+    from doctor.model.hubmemo import recalled_weights
+
+    weights = recalled_weights(_endpoint(), repo, revision) if revision else None
+    return None if weights is None else replace(found, weights=weights, weights_note="")
 
 
 def _host(endpoint: str) -> str:

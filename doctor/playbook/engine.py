@@ -73,11 +73,13 @@ class Diagnosis:
 
 
 def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = None, *,
-             unreachable: Iterable[str] = ()) -> Diagnosis:
+             unreachable: Iterable[str] = (), unchecked: bool = True) -> Diagnosis:
     """Run the named symptoms' trees, or every tree whose ``applies_when`` holds (unknown counts as no).
 
     ``unreachable`` names fact namespaces or keys this command cannot gather at all (``lint`` has no server,
     so no ``metrics`` or ``active`` facts): branches unknown only for want of those are not listed as unchecked.
+    ``unchecked=False`` skips collecting those lines at all (a third of a diagnosis' time: a fleet check of
+    thousands of targets shows findings only).
     """
     diagnosis = Diagnosis()
     reported = [_require(pbset, s) for s in symptoms or ()]
@@ -89,7 +91,7 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     else:
         selected = [p for p in pbset.playbooks.values()
                     if p.applies_when is None or evaluate(p.applies_when, facts).value is True]
-    walk = _Walk(facts, pbset, tuple(unreachable))
+    walk = _Walk(facts, pbset, tuple(unreachable), record=unchecked)
     for playbook in selected:
         diagnosis.ran.append(playbook.symptom)
         walk.nodes(playbook.tree, playbook, [])
@@ -118,6 +120,8 @@ class _Walk:
     pbset: PlaybookSet
     #: namespaces/keys this command cannot gather: branches unknown only for want of them are not recorded
     unreachable: tuple[str, ...]
+    #: collect the unchecked branches (False: findings only)
+    record: bool = True
     found: dict[str, Finding] = field(default_factory=dict)
     unchecked: dict[tuple[str, str], Unchecked] = field(default_factory=dict)
 
@@ -144,7 +148,7 @@ class _Walk:
     def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
         # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
         # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
-        if any(_under(k, self.unreachable) for k in missing):
+        if not self.record or any(_under(k, self.unreachable) for k in missing):
             return
         for cause_id in _causes_below(node):
             key = (playbook.symptom, cause_id)

@@ -1,4 +1,5 @@
-"""Small inline SVG line charts for the HTML report: no library, no script, no external asset.
+"""Small inline SVG charts for the HTML report (lines over time, bars of a distribution): no library, no
+script, no external asset.
 
 A chart is a handful of polylines on a fixed canvas with a zero baseline, a few gridlines, start/middle/end
 times and an optional threshold (KV usage 95%: where the trees call the cache exhausted); with more than one
@@ -100,3 +101,22 @@ def _time_label(ts: float, span: float) -> str:
 
 def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
+
+
+def bar_chart(bars: list[tuple[str, int]], *, title: str) -> str:
+    """Instances per bin (a large fleet's spread over one fact): one labelled bar per bin, its count on top."""
+    plot_w, plot_h = WIDTH - _PAD_L - _PAD_R, HEIGHT - _PAD_T - _PAD_B
+    top = max((n for _, n in bars), default=0) or 1
+    width = plot_w / max(1, len(bars))
+    out = [f'<svg class="chart-svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
+           f'role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>']
+    for index, (label, count) in enumerate(bars):
+        h = count / top * (plot_h - 12)
+        x, y = _PAD_L + index * width, _PAD_T + plot_h - h
+        out.append(f'<rect fill="{PALETTE[0]}" x="{x + 2:.1f}" y="{y:.1f}" width="{width - 4:.1f}" height="{h:.1f}">'
+                   f'<title>{_e(label)}: {count}</title></rect>')
+        out.append(f'<text class="axis" x="{x + width / 2:.1f}" y="{y - 2:.1f}" text-anchor="middle">{count}</text>')
+        out.append(f'<text class="axis" x="{x + width / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">'
+                   f'{_e(label)}</text>')
+    out.append("</svg>")
+    return "".join(out)

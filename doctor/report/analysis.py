@@ -6,11 +6,16 @@ Per instance: the history facts, merged with the live facts and hints of ``--tar
 certain first), causes counted, and the "could not check" lines folded into one line per cause with the
 instances it concerns, so a hundred instances do not repeat the same missing launch command a hundred times.
 
-The document (docs/report.md) is the single thing every renderer reads; it is redacted once, here.
+The document (docs/report.md) is the single thing every renderer reads. It is redacted at its sources, not
+walked when finished: what Prometheus answered is numbers under PromQL the report wrote (each distinct source
+string redacted once, doctor/report/collect.py), and the text that can carry a user's secret (the selector,
+the queries, label values, the live facts of --targets, errors) is redacted where it enters the document; a
+walk over ten thousand instances' facts cost seconds.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,7 +25,15 @@ from doctor.facts import Facts
 from doctor.findings import SEVERITIES, Finding, worst_severity
 from doctor.playbook.engine import Diagnosis
 from doctor.report.client import PromClient
-from doctor.report.collect import CHARTS, Collected, Window, host_of, instance_facts
+from doctor.report.collect import (
+    CHARTS,
+    DETAIL_CHARTS,
+    Collected,
+    Window,
+    detail_facts,
+    host_of,
+    instance_facts,
+)
 from doctor.report.promql import Catalog, Selector, format_duration
 from doctor.report.targets import LiveResult
 
@@ -62,9 +75,28 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
         derive_all(facts)
         # a report sends no requests of its own and reads no server logs
         diagnosis = diagnose(pbset, facts, unreachable=("active", "log"))
-        results.append(InstanceResult(instance, facts, diagnosis, live.get(instance),
-                                      _charts_of(collected, instance, gap=2.5 * collected.chart_step)))
+        results.append(InstanceResult(instance, facts, diagnosis, live.get(instance)))
     return results
+
+
+def charted(results: list[InstanceResult]) -> list[str]:
+    """The instances charted one by one: every one of a small fleet; of a larger one the DETAIL_CHARTS most in
+    need of a look (worst finding first, then most findings), the rest drawn as the fleet's band."""
+    if len(results) <= DETAIL_CHARTS:
+        return [r.instance for r in results]
+    ranked = sorted((r for r in results if r.diagnosis.findings),
+                    key=lambda r: (min(f.sort_key() for f in r.diagnosis.findings), -len(r.diagnosis.findings),
+                                   r.instance))
+    return [r.instance for r in ranked[:DETAIL_CHARTS]]
+
+
+def attach_detail(results: list[InstanceResult], collected: Collected, catalog: Catalog) -> None:
+    """Each closely looked-at instance's detail facts and chart series (thinned, with breaks where the data
+    has holes)."""
+    for result in results:
+        detail_facts(collected, result.instance, catalog, result.facts)
+        if result.instance in collected.detailed:
+            result.charts = _charts_of(collected, result.instance)
 
 
 def merge(live: Facts | None, history: Facts) -> Facts:
@@ -83,12 +115,13 @@ def merge(live: Facts | None, history: Facts) -> Facts:
     return facts
 
 
-def _charts_of(collected: Collected, instance: str, gap: float) -> dict[str, dict[str, list[Point]]]:
+def _charts_of(collected: Collected, instance: str) -> dict[str, dict[str, list[Point]]]:
     out = {}
     for chart_id, key, _title, _unit in CHARTS:
         owner = host_of(instance) if key.startswith("gpu.") else instance
         series = collected.charts.get(chart_id, {}).get(owner)
         if series:
+            gap = 2.5 * collected.chart_steps.get(chart_id, 0.0)
             out[chart_id] = {label: thin(points, gap) for label, points in sorted(series.items())}
     return out
 
@@ -126,40 +159,69 @@ def downsample(points: list[tuple[float, float]], limit: int = CHART_POINTS) -> 
 # -- the document ---------------------------------------------------------------------------------------------
 def document(*, client: PromClient, window: Window, selector: Selector, results: list[InstanceResult],
              collected: Collected, catalog: Catalog, elapsed_s: float) -> dict[str, Any]:
-    """The ``llmdoctor.report/1`` document, redacted (docs/report.md)."""
+    """The ``llmdoctor.report/1`` document, redacted at its sources (docs/report.md)."""
     from doctor import __version__
-    from doctor.redact import redact_obj, redact_text
+    from doctor.redact import redact_text
 
     ranked = sorted(((r, f) for r in results for f in r.diagnosis.findings),
                     key=lambda pair: (*pair[1].sort_key(), pair[0].instance))
     problems = [e.error for e in client.log if e.error]
-    problems += [r.live.note for r in results if r.live is not None and r.live.note]
-    doc = {
+    problems += [redact_text(r.live.note) for r in results if r.live is not None and r.live.note]
+    step = collected.chart_steps.get("kv_usage", window.chart_step)
+    return {
         "schema": SCHEMA,
         "generated_at": iso(datetime.now(timezone.utc).timestamp()),
         "llmdoctor_version": __version__,
-        "prometheus": client.display,
+        "prometheus": redact_text(client.display),
         "window": {"since": format_duration(window.since), "since_s": window.since, "step_s": window.step,
-                   "trend_s": window.trend, "chart_step_s": collected.chart_step, "start": iso(window.start),
+                   "trend_s": window.trend, "chart_step_s": step, "start": iso(window.start),
                    "end": iso(window.end), "start_s": window.start, "end_s": window.end,
-                   "selector": selector.text},
+                   "selector": redact_text(selector.text)},
         "queries": {"count": client.count, "failed": client.failed, "seconds": round(elapsed_s, 3),
                     "list": [{"label": e.label, "kind": e.kind, "seconds": round(e.seconds, 4), "series": e.series,
-                              "error": e.error, "query": e.query} for e in client.log]},
+                              "error": e.error, "query": redact_text(e.query)} for e in client.log]},
         "problems": problems,
+        "notes": list(collected.notes),
         "summary": _summary(results, ranked),
         "findings": [{"instance": r.instance, "engine": r.engine, **f.to_dict()} for r, f in ranked],
         "instances": [_instance(r) for r in results],
         "unchecked": _unchecked(results),
         "charts": [{"id": cid, "fact": key, "title": title, "unit": unit} for cid, key, title, unit in CHARTS],
+        "fleet_charts": distributions(results) if len(results) > DETAIL_CHARTS else [],
     }
-    doc = redact_obj(doc)
-    # The charts are numbers under series names; only the names can hold text (a GPU label), so only they go
-    # through the redactor (walking a hundred instances' points would cost a second).
-    for inst, result in zip(doc["instances"], results, strict=True):
-        inst["charts"] = {cid: {redact_text(label): [[int(t), None if v is None else round(v, 5)] for t, v in points]
-                                for label, points in series.items()} for cid, series in result.charts.items()}
-    return doc
+
+
+#: A fleet past DETAIL_CHARTS is drawn as how its instances spread over each of these facts (already read for
+#: the diagnosis: no query): (id, fact, title, unit, upper bounds of the bins).
+DISTRIBUTIONS = (
+    ("kv_usage", "metrics.kv_usage", "KV cache usage (p95)", "ratio", tuple(i / 10 for i in range(1, 11))),
+    ("queued", "metrics.queued", "Queued requests (p95)", "count", (0, 1, 10, 100, 1000, math.inf)),
+    ("preemptions", "metrics.preemptions_per_s", "Preemptions per second", "rate", (0, 0.001, 0.01, 0.1, 1, math.inf)),
+    ("gpu_util", "gpu.util_max", "Busiest GPU's utilization", "ratio", tuple(i / 10 for i in range(1, 11))),
+)
+
+
+def distributions(results: list[InstanceResult]) -> list[dict[str, Any]]:
+    """For each DISTRIBUTIONS fact, how many instances fall in each bin (``to`` inclusive), and how many do
+    not have it."""
+    out = []
+    for chart_id, key, title, unit, bounds in DISTRIBUTIONS:
+        counts, unknown = [0] * len(bounds), 0
+        for result in results:
+            value = result.facts.get(key)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                unknown += 1
+                continue
+            counts[next((i for i, top in enumerate(bounds) if value <= top), len(bounds) - 1)] += 1
+        lows = (-math.inf, *bounds[:-1])
+        out.append({"id": chart_id, "fact": key, "title": title, "unit": unit, "unknown": unknown,
+                    "bins": [{"from": None if math.isinf(lo) else lo, "to": None if math.isinf(hi) else hi,
+                              "instances": n} for lo, hi, n in zip(lows, bounds, counts, strict=True)]})
+    return out
+
+
+def _points(points: list[Point]) -> list[list[float | None]]:
+    return [[int(t), None if v is None else round(v, 5)] for t, v in points]
 
 
 def _summary(results: list[InstanceResult], ranked: list[tuple[InstanceResult, Finding]]) -> dict[str, Any]:
@@ -182,14 +244,21 @@ def _summary(results: list[InstanceResult], ranked: list[tuple[InstanceResult, F
 
 
 def _instance(result: InstanceResult) -> dict[str, Any]:
+    from doctor.redact import redact_obj, redact_text
+
+    facts = result.facts.to_dict()
     return {
         "instance": result.instance,
         "engine": result.engine,
         "worst": worst_severity(result.diagnosis.findings),
         "has_data": result.has_data,
         "findings": [f.id for f in result.diagnosis.findings],
-        "live": None if result.live is None else {"note": result.live.note},
-        "facts": result.facts.to_dict(),
+        # the live look read a server's own answers (server_info, the hints' files): redacted here, per instance
+        "live": None if result.live is None else {"note": result.live.note and redact_text(result.live.note)},
+        "facts": facts if result.live is None else redact_obj(facts),
+        # the series names are the only text (a GPU label): the points are numbers
+        "charts": {cid: {redact_text(label): _points(points) for label, points in series.items()}
+                   for cid, series in result.charts.items()},
     }
 
 

@@ -31,7 +31,12 @@ MAX_FIRST_TIMEOUTS = 3
 
 
 class QueryError(Exception):
-    """One query failed; ``str()`` is the line to show."""
+    """One query failed; ``str()`` is the line to show; ``timed_out`` when it ran out of --timeout (a chart
+    query is then asked again with fewer points: doctor/report/collect.py)."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)
@@ -148,12 +153,12 @@ class PromClient:
         except requests.exceptions.ConnectionError as exc:
             if isinstance(exc.__context__, requests.exceptions.ReadTimeout) or "Read timed out" in str(exc):
                 entry.error = self._timed_out(label)
-                raise QueryError(entry.error) from None
+                raise QueryError(entry.error, timed_out=True) from None
             entry.error = f"cannot reach Prometheus at {self.display}: {_reason(exc)}"
             raise TargetError(entry.error) from None
         except requests.exceptions.Timeout:
             entry.error = self._timed_out(label)
-            raise QueryError(entry.error) from None
+            raise QueryError(entry.error, timed_out=True) from None
         except requests.exceptions.InvalidJSONError:
             entry.error = f"{label}: the answer is not Prometheus's HTTP API JSON (is {self.display} a Prometheus?)"
             raise QueryError(entry.error) from None
@@ -165,7 +170,8 @@ class PromClient:
             raise
         except Exception as exc:  # noqa: BLE001 - PrometheusApiClientException, bad JSON: the server's answer
             entry.error = f"{label}: {_answer_error(exc)}"
-            raise QueryError(entry.error) from None
+            # Prometheus's own --timeout bound ran out first (HTTP 503, errorType timeout)
+            raise QueryError(entry.error, timed_out="HTTP 503: timeout" in entry.error) from None
         finally:
             entry.seconds = time.perf_counter() - started
 

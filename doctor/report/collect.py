@@ -12,6 +12,7 @@ the run ends only when Prometheus cannot be reached at all.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from doctor.facts import Facts
+from doctor.redact import redact_shapes, redact_text
 from doctor.report.client import PromClient, QueryError, Sample
 from doctor.report.promql import (
     HOST_RE,
@@ -34,7 +36,7 @@ from doctor.report.promql import (
     join_or,
 )
 
-#: Charts drawn per instance: (id, fact whose template is plotted, title, unit). GPU utilization is per GPU.
+#: Charts: (id, fact whose template is plotted, title, unit). GPU utilization is per GPU.
 CHARTS = (
     ("kv_usage", "metrics.kv_usage", "KV cache usage", "ratio"),
     ("queued", "metrics.queued", "Queued requests", "count"),
@@ -43,11 +45,15 @@ CHARTS = (
 )
 #: Points per chart series: about one per pixel of a chart (Prometheus would give up to 11,000; more only costs).
 MAX_CHART_POINTS = 360
-#: Points of one chart's series all together. Past ~330 instances each series gets fewer (never under
-#: MIN_CHART_POINTS): the points are most of a large report's memory, and 1,000 instances at 360 points peaked
-#: at ~950 MiB (bench/bench_report_fleet.py); at 120 points, ~280 MiB.
-CHART_POINT_BUDGET = 120_000
-MIN_CHART_POINTS = 90
+#: Instances looked at closely: charted one by one, and asked the facts no playbook reads (``detail: true`` in
+#: promql.yaml: latencies, token rates). A larger fleet is drawn as distributions of its instances' facts
+#: (analysis.py, no query) with its DETAIL_CHARTS worst instances charted: a line per instance of ten thousand
+#: is neither readable nor cheap, and a fleet-wide range query reads every sample of the window again (at 1,000
+#: instances one took 10-30 s: bench/bench_report_fleet.py).
+DETAIL_CHARTS = 24
+#: A chart query that exceeds its budget is asked again with this many times fewer points (then given up).
+DEGRADE_FACTOR = 4
+DEGRADE_TRIES = 2
 #: Queries in flight at once.
 PARALLEL_QUERIES = 4
 #: Rates on charts look back at least this far, so a rate always has two scrapes to work with.
@@ -71,7 +77,6 @@ class Window:
     step: float
     trend: float
     end: float
-    chart_points: int = MAX_CHART_POINTS
 
     @property
     def start(self) -> float:
@@ -79,12 +84,7 @@ class Window:
 
     @property
     def chart_step(self) -> float:
-        return max(self.step, math.ceil(self.since / self.chart_points))
-
-
-def chart_points(instances: int) -> int:
-    """Points per chart series for a fleet of ``instances``: MAX_CHART_POINTS within CHART_POINT_BUDGET."""
-    return max(MIN_CHART_POINTS, min(MAX_CHART_POINTS, CHART_POINT_BUDGET // max(1, instances)))
+        return max(self.step, math.ceil(self.since / MAX_CHART_POINTS))
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,13 @@ class Observation:
     engine: str | None
 
 
+#: chart id → owner (an instance, a host for GPUs, or a band name for the fleet) → series label → points
+ChartData = dict[str, dict[str, dict[str, list[tuple[float, float]]]]]
+
+
 @dataclass
 class Collected:
-    """Everything read from Prometheus, before any playbook runs."""
+    """Everything read from Prometheus, before any playbook runs (the charts after: they depend on findings)."""
 
     #: instance → fact key → observation
     instances: dict[str, dict[str, Observation]] = field(default_factory=dict)
@@ -104,33 +108,60 @@ class Collected:
     hosts: dict[str, dict[str, dict[str, tuple[float, str]]]] = field(default_factory=dict)
     #: fact key → why it could not be read for anyone (a failed query)
     errors: dict[str, str] = field(default_factory=dict)
-    #: chart id → instance (or host, for GPUs) → series label → points
-    charts: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = field(default_factory=dict)
-    #: seconds between chart points: the window's, thinned for a large fleet (chart_points)
-    chart_step: float = 0.0
+    #: the charts of the instances charted one by one (all of a small fleet, the worst of a large one)
+    charts: ChartData = field(default_factory=dict)
+    #: chart id → seconds between its points (the window's, or coarser where the query had to be degraded)
+    chart_steps: dict[str, float] = field(default_factory=dict)
+    #: what the reader should know about the charts (a degraded query, a fleet summarised)
+    notes: list[str] = field(default_factory=list)
+    #: the instances asked the detail facts and charted (collect_detail)
+    detailed: set[str] = field(default_factory=set)
 
     def any_data(self) -> bool:
         return bool(self.instances)
 
 
 def collect(client: PromClient, catalog: Catalog, window: Window, params: Params) -> Collected:
-    """Ask every report fact, then (when there was anything) every chart; ``params`` carries the selector
-    (ranges are the window's). Queries run a few at a time: Prometheus evaluates them side by side."""
-    out = Collected(chart_step=window.chart_step)
+    """Ask every report fact for the whole fleet at once; ``params`` carries the selector (ranges are the
+    window's). Queries run a few at a time: Prometheus evaluates them side by side."""
+    out = Collected()
     report_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
                            lookback=window.since)
     asks = [_ask_entry(client, catalog, entry, window, report_params, out)
-            for entry in catalog.entries.values() if entry.report is not None]
+            for entry in catalog.entries.values() if entry.report is not None and not entry.detail]
     asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
     _run_all(asks)
-    if out.any_data():
-        window = replace(window, chart_points=chart_points(len(out.instances)))
-        out.chart_step = window.chart_step
-        chart_params = Params(selector=params.selector, range=max(window.chart_step, MIN_CHART_RANGE_S),
-                              trend=window.trend, step=window.step, lookback=window.since)
-        _run_all([_ask_chart(client, catalog, chart_id, key, title, window, chart_params, out)
-                  for chart_id, key, title, _unit in CHARTS])
     return out
+
+
+def collect_detail(client: PromClient, catalog: Catalog, window: Window, params: Params, out: Collected,
+                   detail: list[str]) -> None:
+    """The facts no playbook reads and the charts, for ``detail`` (instances, worst first) only: a bounded
+    plan (one query per detail fact and per chart, whatever the fleet's size), matched to those instances so
+    Prometheus reads only their series; each chart under its own budget, degraded to fewer points rather
+    than lost."""
+    if len(detail) < len(out.instances):
+        out.notes.append(f"{len(out.instances)} instances: charted, and asked their latencies and token rates, "
+                         f"are the {len(detail)} with findings most in need of a look; the fleet is drawn as "
+                         "distributions")
+    if not detail:
+        return
+    out.detailed = set(detail)
+    if len(detail) < len(out.instances):
+        params = replace(params, selector=params.selector.with_matcher("instance", "=~", _alternation(detail)),
+                         gpu_hosts=tuple(sorted({host_of(i) for i in detail})))
+    fact_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
+                         lookback=window.since)
+    asks = [_ask_entry(client, catalog, entry, window, fact_params, out)
+            for entry in catalog.entries.values() if entry.report is not None and entry.detail]
+    asks += [_ask_chart(client, catalog, chart_id, key, title, window, params, out)
+             for chart_id, key, title, _unit in CHARTS]
+    _run_all(asks)
+
+
+def _alternation(instances: list[str]) -> str:
+    """A PromQL regex (as written inside its double quotes) matching exactly these label values."""
+    return "|".join(re.escape(i) for i in instances).replace("\\", "\\\\")
 
 
 @dataclass
@@ -168,13 +199,15 @@ def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Windo
     query = join_or([f'label_replace({alt.expr}, "{TAG}", "{i}", "", "")' for i, alt in enumerate(alternatives)],
                     entry.or_on)
 
+    how = f" ({entry.note})" if entry.note else ""
+    # one source per alternative, shared by every instance it answers for: redacted once, here
+    sources = [redact_text(f"promql{how}: {alt.expr}") for alt in alternatives]
+
     def apply(samples: list[Sample]) -> None:
         for sample in samples:
             index = int(sample.labels.get(TAG, -1))
             if 0 <= index < len(alternatives) and math.isfinite(sample.value):
-                alt = alternatives[index]
-                how = f" ({entry.note})" if entry.note else ""
-                _observe(out, entry, alt, f"promql{how}: {alt.expr}", sample)
+                _observe(out, entry, alternatives[index], sources[index], sample)
 
     return _Ask(lambda: client.instant(entry.key, query), apply,
                 lambda exc: out.errors.__setitem__(entry.key, str(exc)))
@@ -184,9 +217,9 @@ def _observe(out: Collected, entry: Entry, alt: Alternative, source: str, sample
     if entry.kind == "list":
         host, gpu = sample.labels.get("host"), sample.labels.get("gpu", "")
         if host:
-            out.hosts.setdefault(host, {}).setdefault(entry.key, {})[gpu] = (sample.value, source)
+            out.hosts.setdefault(shown_label(host), {}).setdefault(entry.key, {})[shown_label(gpu)] = (sample.value, source)
         return
-    instance = sample.labels.get("instance")
+    instance = shown_label(sample.labels.get("instance", ""))
     if not instance:
         return
     value: Any = _number(sample.value)
@@ -209,7 +242,7 @@ def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Pa
 
     def apply(samples: list[Sample]) -> None:
         for sample in samples:
-            instance, text = sample.labels.get("instance"), sample.labels.get(fact.label)
+            instance, text = shown_label(sample.labels.get("instance", "")), sample.labels.get(fact.label)
             value = fact.convert(text) if text is not None else None
             if not instance or value is None:
                 continue
@@ -227,22 +260,53 @@ def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Pa
 
 def _ask_chart(client: PromClient, catalog: Catalog, chart_id: str, key: str, title: str, window: Window,
                params: Params, out: Collected) -> _Ask:
+    """One line per charted instance (per GPU of its host, for GPU charts)."""
     entry = catalog.entries[key]
-    query = catalog.chain(key, params, catalog.inline)
 
-    def apply(samples: list[Sample]) -> None:
+    def apply(answer: tuple[list[Sample], float]) -> None:
+        samples, step = answer
         series: dict[str, dict[str, list[tuple[float, float]]]] = {}
         for sample in samples:
             if entry.kind == "list":
-                owner, label = sample.labels.get("host", ""), f"gpu {sample.labels.get('gpu', '?')}"
+                owner, name = sample.labels.get("host", ""), f"gpu {sample.labels.get('gpu', '?')}"
             else:
-                owner, label = sample.labels.get("instance", ""), title
+                owner, name = sample.labels.get("instance", ""), title
             if owner:
-                series.setdefault(owner, {})[label] = list(sample.points)
+                series.setdefault(shown_label(owner), {})[name] = list(sample.points)
         out.charts[chart_id] = series
+        out.chart_steps[chart_id] = step
 
-    return _Ask(lambda: client.range(f"chart: {title}", query, window.start, window.chart_step), apply,
+    return _Ask(lambda: _degrading_range(client, f"chart: {title}", lambda p: catalog.chain(key, p, catalog.inline),
+                                         window, params, out), apply,
                 lambda exc: out.errors.setdefault(f"chart {chart_id}", str(exc)))
+
+
+def _degrading_range(client: PromClient, label: str, query: Callable[[Params], str], window: Window,
+                     params: Params, out: Collected) -> tuple[list[Sample], float]:
+    """A range query at the window's chart step; when it exceeds its budget, again with DEGRADE_FACTOR times
+    fewer points (DEGRADE_TRIES times): a coarser chart with a note beats no chart."""
+    step, attempt = window.chart_step, 0
+    while True:
+        chart_params = replace(params, range=max(step, MIN_CHART_RANGE_S), trend=window.trend, step=window.step,
+                               lookback=window.since)
+        try:
+            samples = client.range(label, query(chart_params), window.start, step)
+            break
+        except QueryError as exc:
+            if not exc.timed_out or attempt == DEGRADE_TRIES:
+                raise
+            step, attempt = step * DEGRADE_FACTOR, attempt + 1
+    if attempt:
+        out.notes.append(f"{label}: the query at {math.ceil(window.since / window.chart_step)} points did not "
+                         f"answer within --timeout; drawn at {math.ceil(window.since / step)} points")
+    return samples, step
+
+
+@functools.lru_cache(maxsize=65536)
+def shown_label(value: str) -> str:
+    """A label value as the report shows it: secret shapes masked, once per distinct value (an instance's
+    label comes back in every one of the ~30 answers)."""
+    return redact_shapes(value)
 
 
 # -- per instance ---------------------------------------------------------------------------------------------
@@ -272,10 +336,8 @@ def instance_facts(collected: Collected, instance: str, catalog: Catalog) -> Fac
         assert fill is not None
         facts.set("metrics.time_to_full_s", None, f"{fill.source} <= 0: not filling", observed=True)
     for key in _known_keys(catalog):
-        if key in facts:
-            continue
-        reason = collected.errors.get(key) or _absent_reason(key, catalog)
-        facts.error(key, reason)
+        if key not in facts:
+            facts.error(key, collected.errors.get(key) or _absent_reason(key, catalog))
     for namespace, why in NOT_IN_HISTORY.items():
         facts.error(namespace, why)
     return facts
@@ -301,8 +363,31 @@ def _gpu_order(gpu: str) -> tuple[int, str]:
 
 
 def _known_keys(catalog: Catalog) -> list[str]:
-    keys = [e.key for e in catalog.entries.values() if e.report is not None and e.is_fact]
+    keys = [e.key for e in catalog.entries.values() if e.report is not None and e.is_fact and not e.detail]
     return keys + [f.key for f in catalog.label_facts]
+
+
+def detail_facts(collected: Collected, instance: str, catalog: Catalog, facts: Facts) -> None:
+    """The detail facts (latencies, token rates: no playbook reads them), added after the diagnosis: their
+    values for a closely looked-at instance, else why each is unknown."""
+    if instance not in collected.detailed:
+        for entry in catalog.entries.values():
+            if entry.detail and entry.is_fact:
+                facts.error(entry.key, f"asked only for the (at most {DETAIL_CHARTS}) instances with findings the "
+                                       "report looks at closely (no playbook reads it; llmdoctor check --endpoint "
+                                       "reads it live)")
+        return
+    observed = collected.instances.get(instance, {})
+    for entry in catalog.entries.values():
+        if entry.detail and entry.kind != "list":
+            obs = observed.get(entry.key)
+            if obs is not None:
+                facts.set(entry.key, obs.value, obs.source, observed=True)
+    _gpu_lists(facts, {key: per_gpu for key, per_gpu in collected.hosts.get(host_of(instance), {}).items()
+                       if catalog.entries[key].detail})
+    for entry in catalog.entries.values():
+        if entry.detail and entry.is_fact and entry.key not in facts:
+            facts.error(entry.key, collected.errors.get(entry.key) or _absent_reason(entry.key, catalog))
 
 
 def _absent_reason(key: str, catalog: Catalog) -> str:

@@ -33,9 +33,9 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
     from doctor.commands.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
-    from doctor.report.analysis import analyze, document, iso
+    from doctor.report.analysis import analyze, attach_detail, charted, document, iso
     from doctor.report.client import connect
-    from doctor.report.collect import Window, collect
+    from doctor.report.collect import Window, collect, collect_detail
     from doctor.report.promql import Params, Selector, load_catalog, parse_duration
     from doctor.report.targets import look
 
@@ -59,20 +59,28 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
 
     started = time.perf_counter()
     window = Window(since=since, step=step, trend=trend, end=end)
+    params = Params(selector=selector)
     try:
-        collected = collect(client, catalog, window, Params(selector=selector))
+        collected = collect(client, catalog, window, params)
+        elapsed = time.perf_counter() - started  # querying only: the live look and the diagnosis are not
+        if not collected.any_data():
+            errors = [e.error for e in client.log if e.error]
+            why = errors[0] if errors else (f"no vLLM or SGLang series matched"
+                                            f"{' ' + selector.text if selector.text else ''}"
+                                            f" between {iso(window.start)} and {iso(end)}")
+            raise TargetError(f"--prometheus {client.display}: nothing could be read: {why}")
+        if progress is not None and specs:
+            progress(f"live look at {len(specs)} targets")
+        live = look(specs, collected.instances, timeout_s=options.probe_timeout_s,
+                    playbook_dirs=options.playbook_dirs)
+        results = analyze(collected, catalog, pbset, live, window)
+        # the detail last: which instances get a close look depends on what the diagnosis found
+        started = time.perf_counter()
+        collect_detail(client, catalog, window, params, collected, charted(results))
+        elapsed += time.perf_counter() - started
     finally:
         client.close()
-    elapsed = time.perf_counter() - started
-    if not collected.any_data():
-        errors = [e.error for e in client.log if e.error]
-        why = errors[0] if errors else (f"no vLLM or SGLang series matched{' ' + selector.text if selector.text else ''}"
-                                        f" between {iso(window.start)} and {iso(end)}")
-        raise TargetError(f"--prometheus {client.display}: nothing could be read: {why}")
-    if progress is not None and specs:
-        progress(f"live look at {len(specs)} targets")
-    live = look(specs, collected.instances, timeout_s=options.probe_timeout_s, playbook_dirs=options.playbook_dirs)
-    results = analyze(collected, catalog, pbset, live, window)
+    attach_detail(results, collected, catalog)
     doc = document(client=client, window=window, selector=selector, results=results, collected=collected,
                    catalog=catalog, elapsed_s=elapsed)
     return doc, [finding(f) for f in doc["findings"]]

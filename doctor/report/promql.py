@@ -126,6 +126,10 @@ class Selector:
     def text(self) -> str:
         return "{" + self.inner() + "}" if self.matchers else ""
 
+    def with_matcher(self, name: str, op: str, value: str) -> Selector:
+        """These matchers and one more (``value`` as written inside PromQL's double quotes)."""
+        return Selector((*self.matchers, (name, op, value)))
+
     def has_equality(self) -> bool:
         """absent() keeps only equality matchers' labels; without one it would name no target at all."""
         return any(op == "=" for _, op, _ in self.matchers)
@@ -142,6 +146,8 @@ class Params:
     #: the report's ``p95`` reducer: every family selector reads as its series' 95th percentile over this many
     #: seconds (``quantile_over_time(0.95, sel[1d])``), before the template aggregates over ranks
     p95_over: float | None = None
+    #: GPU exporter series only of these hosts (``{gpusel}``): the report's charts of its worst instances
+    gpu_hosts: tuple[str, ...] = ()
 
     def value(self, name: str) -> str:
         return format_duration(getattr(self, name))
@@ -160,6 +166,8 @@ class Entry:
     report: str | None = None
     absent: str | None = None
     note: str | None = None
+    #: no playbook reads it: the report asks it only for the instances it looks at closely (collect.py)
+    detail: bool = False
 
     @property
     def is_fact(self) -> bool:
@@ -230,7 +238,7 @@ class Catalog:
                     templates[name] = str(body[source])
         by = tuple(body.get("by", ("instance",)))
         return Entry(key, templates, body.get("kind", "number"), by, tuple(body.get("or_on", by)),
-                     body.get("report"), body.get("absent"), body.get("note"))
+                     body.get("report"), body.get("absent"), body.get("note"), bool(body.get("detail", False)))
 
     def _check(self) -> None:
         """Our own data must be right: a family or reference typo here would silently read nothing."""
@@ -251,7 +259,7 @@ class Catalog:
                     if name.startswith("@"):
                         if name[1:] not in self.entries:
                             problems.append(f"{entry.key}: {{{name}}} is not an entry")
-                    elif name in (*_PARAMS, "hostre", "up"):
+                    elif name in (*_PARAMS, "hostre", "gpusel", "up"):
                         continue
                     elif name not in self.names:
                         problems.append(f"{entry.key}: {{{name}}} is not a family of metric_names.yaml")
@@ -324,6 +332,14 @@ def selector(name: str, sel: Selector, extra: str = "") -> str:
     return f"{name}{{{matchers}}}" if matchers else name
 
 
+def _gpu_selector(hosts: tuple[str, ...]) -> str:
+    """``{instance=~"(h1|h2)(:[0-9]+)?"}`` for a GPU exporter's series on these hosts; nothing for all hosts."""
+    if not hosts:
+        return ""
+    alternation = "|".join(re.escape(h) for h in hosts).replace("\\", "\\\\")
+    return f'{{instance=~"({alternation})(:[0-9]+)?"}}'
+
+
 def _rename(name: str, sep: str) -> str:
     """``sglang:token_usage`` as a renaming pipeline writes it (``sglang_token_usage``) when sep is '_'."""
     return name.replace(":", sep, 1)
@@ -344,6 +360,8 @@ def _render(template: str, mapping: dict[str, str], params: Params, refs: RefWri
             return params.value(name)
         if name == "hostre":
             return HOST_RE
+        if name == "gpusel":
+            return _gpu_selector(params.gpu_hosts)
         if name == "up":
             return selector("up", params.selector, extra)
         assert names is not None, name  # _check: family placeholders only in engine templates

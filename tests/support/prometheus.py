@@ -1,141 +1,30 @@
-"""A private Prometheus for tests: real binaries, a temporary TSDB, 127.0.0.1 and a free port.
+"""The private stores of tests/support/tsdb.py for pytest: the same classes, and skip markers that say why.
 
-Never the package's system service and never 0.0.0.0: the server listens on a loopback port picked free at
-start, stores into a pytest tmp directory, and is stopped (by its own pid) when the test is done. History is
-backfilled with ``promtool tsdb create-blocks-from openmetrics``; a scrape config can point it at local
-servers for the scraped-live path. Tests skip, with the reason, where promtool/prometheus are not installed
-(.ci/run installs Debian's package).
+Tests skip, with the reason, where promtool/prometheus/victoria-metrics are not installed (.ci/run installs
+Debian's packages); bench/ scripts import tests/support/tsdb.py directly, without pytest.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS_PY = ROOT / "fixtures" / "prometheus" / "scenarios.py"
-PROMETHEUS = shutil.which("prometheus")
-PROMTOOL = shutil.which("promtool")
+from support.tsdb import (  # noqa: F401 - the tests' one import for the stores
+    PROMETHEUS,
+    PROMTOOL,
+    ROOT,
+    SCENARIOS_PY,
+    VICTORIA,
+    PrivatePrometheus,
+    PrivateVictoria,
+    backfill,
+    free_port,
+    scenarios,
+)
 
 requires_promtool = pytest.mark.skipif(
     PROMTOOL is None, reason="promtool not installed (Debian: apt-get install prometheus; .ci/run does it)")
 requires_prometheus = pytest.mark.skipif(
     PROMETHEUS is None or PROMTOOL is None,
     reason="prometheus/promtool not installed (Debian: apt-get install prometheus; .ci/run does it)")
-
-
-def scenarios() -> ModuleType:
-    """fixtures/prometheus/scenarios.py (scenario history, not real captures), imported by path."""
-    name = "llmdoctor_prometheus_scenarios"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCENARIOS_PY)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def backfill(openmetrics: str, workdir: Path) -> Path:
-    """TSDB blocks from OpenMetrics text (with timestamps), in ``workdir/data``."""
-    source = workdir / "history.om"
-    source.write_text(openmetrics)
-    data = workdir / "data"
-    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
-                   check=True, capture_output=True, timeout=300)
-    source.unlink()
-    return data
-
-
-class PrivatePrometheus:
-    """``with PrivatePrometheus(tmp, data=...) as prom: prom.url``: a running server until the block ends."""
-
-    def __init__(self, workdir: Path, *, data: Path | None = None, scrape: list[str] = (),
-                 scrape_interval: str = "1s", rule_files: list[Path] = (), alertmanagers: list[str] = (),
-                 flags: list[str] = ()) -> None:
-        self.workdir = workdir
-        self.data = data or workdir / "data"
-        self.scrape = list(scrape)
-        self.scrape_interval = scrape_interval
-        self.rule_files = list(rule_files)
-        self.alertmanagers = list(alertmanagers)
-        self.flags = list(flags)
-        self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _config(self) -> Path:
-        lines = ["global:", f"  scrape_interval: {self.scrape_interval}", f"  evaluation_interval: {self.scrape_interval}",
-                 "scrape_configs:"]
-        if self.scrape:
-            lines += ["  - job_name: llm", "    static_configs:",
-                      "      - targets: [" + ", ".join(f'"{t}"' for t in self.scrape) + "]"]
-        else:
-            lines[-1] = "scrape_configs: []"
-        if self.rule_files:
-            lines += ["rule_files:"] + [f'  - "{f}"' for f in self.rule_files]
-        if self.alertmanagers:
-            lines += ["alerting:", "  alertmanagers:", "    - static_configs:",
-                      "        - targets: [" + ", ".join(f'"{t}"' for t in self.alertmanagers) + "]"]
-        path = self.workdir / "prometheus.yml"
-        path.write_text("\n".join(lines) + "\n")
-        return path
-
-    def __enter__(self) -> PrivatePrometheus:
-        config = self._config()
-        for _attempt in range(3):  # a port picked free can be taken before Prometheus binds it
-            self.port = free_port()
-            log = (self.workdir / "prometheus.log").open("wb")
-            self.process = subprocess.Popen(
-                [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={self.data}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
-                 "--storage.tsdb.retention.time=30d", *self.flags],
-                stdout=log, stderr=subprocess.STDOUT)
-            if self._wait_ready(30):
-                return self
-            self.stop()
-        raise RuntimeError(f"prometheus did not start: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
-
-    def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                return False
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
-                if answer.status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-        self.process = None
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+requires_victoria = pytest.mark.skipif(
+    VICTORIA is None, reason="victoria-metrics not installed (Debian: apt-get install victoria-metrics; .ci/run does it)")
