@@ -416,12 +416,15 @@ def _config_match(entries: tuple[dict[str, Any], ...], entry: dict[str, Any], ho
 def _undeprecated(engine: str, job: str, name: str | None, version: str | None) -> tuple[str, str] | None:
     """(replacement, why) when ``name`` is deprecated on ``version`` (on the newest release read when the
     version is unknown: llmdoctor then spells flags as the newest release does), else None."""
-    from doctor.engines.catalog import available
+    from doctor.engines.catalog import available, version_key
     from doctor.engines.upgrade import deprecated_parser
 
     if not name:
         return None
-    release = version or available(engine)[-1]
+    try:
+        release = version if version and version_key(version) else available(engine)[-1]
+    except ValueError:   # a tag that is not a version (nightly, latest): the newest release's names
+        release = available(engine)[-1]
     found = deprecated_parser(engine, "tool_parsers" if job == "tool_parser" else "reasoning_parsers", name, release)
     if found is None:
         return None

@@ -48,9 +48,12 @@ def deprecated_parser(engine: str, kind: str, name: str, version: str) -> dict[s
     (``kind``: tool_parsers / reasoning_parsers), else None."""
     from doctor.engines.catalog import version_key
 
-    key = version_key(version)
+    try:
+        key = version_key(version)
+    except ValueError:
+        return None
     for run in deprecations().get(engine, {}).get(kind, {}).get(name, []):
-        if key is not None and version_key(run["since"]) <= key <= version_key(run["until"]):
+        if version_key(run["since"]) <= key <= version_key(run["until"]):
             return run
     return None
 
