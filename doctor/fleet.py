@@ -117,9 +117,20 @@ def load_targets(path: str) -> list[TargetSpec]:
         for key in ("log", "manifest"):
             if values.get(key):
                 values[key] = str(Path(path).expanduser().parent / Path(values[key]).expanduser())
+                _refuse_special(f"{where}: {key}: {item[key]}", values[key])
         specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
                                    "name": str(item.get("name") or redact_text(endpoint.strip()))}))
     return specs
+
+
+def _refuse_special(label: str, file: str) -> None:
+    """A target's log or manifest is a file: a device or a FIFO there (``log: /dev/zero``) is refused when the
+    targets file is read, before any target is checked, not found per target after its --timeout."""
+    from doctor.inio import not_a_file
+
+    special = not_a_file(file, fifo=True)
+    if special:
+        raise InputError(f"{label}: {special}, not a file")
 
 
 def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[str, ...] = (),

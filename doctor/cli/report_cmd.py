@@ -65,7 +65,7 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     show = progress if progress is not None else sys.stderr.isatty()
     doc, findings = run(ReportOptions(prometheus=prometheus, since=since, step=step, trend=trend, selector=selector,
                                       until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s),
-                        progress=_progress if show else None)
+                        progress=_progress if show else None, waiting=None if show else _waiting)
     if show and sys.stderr.isatty():
         click.echo("", err=True)
     if output:
@@ -100,6 +100,11 @@ def _render(doc: dict, fmt: str, written: str | None = None) -> str:
     from doctor.report.render_text import markdown_report, text_summary
 
     return markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
+
+
+def _waiting(line: str) -> None:
+    """Without --progress, one line when a query keeps the run waiting: a nightly job's log says why it hangs."""
+    click.echo(f"llmdoctor report: {line}", err=True)
 
 
 def _progress(label: str) -> None:
