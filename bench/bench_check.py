@@ -6,7 +6,7 @@ fetches the same URLs — the least any tool must spend to look at a server.
 The server is what `check` meets on an engine's host: a process started as the engine is
 (``/usr/bin/python3 …/vllm serve /models/Qwen3-32B -tp 2 …`` in /proc/PID/cmdline, through a script named
 ``vllm``; tests/support/fake_launch.py), listening on the port and replaying a real /metrics scrape
-(../shared/fixtures/metrics, read in place; the scenario scrape when that folder is absent) and the scenario
+(fixtures/metrics; the scenario scrape when that folder is absent) and the scenario
 /v1/models, /version, /server_info bodies (fixtures/scenarios). So the process probe finds it and the launch
 command is parsed and linted, as on a real host. Both sides run as fresh processes with bytecode caches warm
 (PYTHONDONTWRITEBYTECODE removed, as a pip install has them). Reported: the median wall time of each, the
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 SCENARIOS = ROOT / "fixtures" / "scenarios"
-REAL_METRICS = ROOT.parent / "shared" / "fixtures" / "metrics"
+REAL_METRICS = ROOT / "fixtures" / "metrics"
 
 #: The URLs `check` reads for each engine (doctor/probes/server.py fetch order, then /metrics). vLLM's
 #: /server_info answers only in dev mode: a 404 here, as from most real servers, but a request all the same.

@@ -1,7 +1,7 @@
 """Benchmark: `check --targets` over 200 local endpoints, 10% of which never answer.
 
 Run: ``python bench/bench_fleet.py [--targets 200] [--dead 0.1] [--timeout 2]``. The healthy endpoints serve
-scenario /version and /v1/models bodies (fixtures/scenarios) and, when ../shared is present, the real vLLM
+scenario /version and /v1/models bodies (fixtures/scenarios) and, from fixtures/, the real vLLM
 /metrics scrape (read in place); the dead ones accept connections and never answer. The aim (issue: fleet) is
 about one timeout plus a second, not one timeout per dead endpoint.
 """
@@ -32,7 +32,7 @@ def main() -> int:
     from doctor.fleet import load_targets, run_fleet
 
     scenarios = ROOT / "fixtures" / "scenarios"
-    metrics = ROOT.parent / "shared" / "fixtures" / "metrics" / "vllm_1.prom"
+    metrics = ROOT / "fixtures" / "metrics" / "vllm_1.prom"
     routes = {"/version": ("application/json", (scenarios / "vllm_version.json").read_bytes()),
               "/v1/models": ("application/json", (scenarios / "vllm_v1_models.json").read_bytes())}
     if metrics.is_file():

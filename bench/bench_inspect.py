@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIGS = ROOT.parent / "shared" / "fixtures" / "configs"
+DEFAULT_CONFIGS = ROOT / "fixtures" / "configs"
 
 
 def _env() -> dict[str, str]:

@@ -3,7 +3,7 @@
 
     python bench/bench_log.py [--size-mb 1024] [--runs 3] [--keep PATH]
 
-The log is built from real vLLM 0.32.0 lines (../shared/fixtures/live/vllm-0.32.0-cpu, read in place): the
+The log is built from real vLLM 0.32.0 lines (fixtures/live/vllm-0.32.0-cpu): the
 start-up of `plain-after/server.log` as the head, its request lines and engine statistics repeated as the
 middle, and the engine death of `headdim16-crash-before/server.log` as the tail — a server that ran for a
 long time and then died. The middle is written as one 1 MiB block over and over (the file system, not Python,
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LIVE = ROOT.parent / "shared" / "fixtures" / "live" / "vllm-0.32.0-cpu"
+LIVE = ROOT / "fixtures" / "live" / "vllm-0.32.0-cpu"
 BLOCK = 1 << 20
 
 

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIGS = ROOT.parent / "shared" / "fixtures" / "configs"
+DEFAULT_CONFIGS = ROOT / "fixtures" / "configs"
 SETUPS = (("2x RTX 4090", None), ("8x H200", 100), ("8x B300", 100), ("4x A100 80GB", 16))
 
 

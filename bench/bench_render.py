@@ -5,7 +5,7 @@
 In-process, after one check run per input: the median time of the default one-screen text, of ``-v``, of
 Markdown and JSON, and of the last redaction pass every output goes through (doctor.redact.redact_shapes).
 Rendering must stay a rounding error next to the probes (tens of ms): the one-screen default must not slow
-``check``. The real scrapes are read in place from ../shared/fixtures/metrics (skipped when absent).
+``check``. The real scrapes are read from fixtures/metrics.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-METRICS = ROOT.parent / "shared" / "fixtures" / "metrics"
+METRICS = ROOT / "fixtures" / "metrics"
 
 
 def _median_ms(fn: Callable[[], object], repeat: int) -> float:

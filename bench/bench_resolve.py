@@ -3,7 +3,7 @@
     python bench/bench_resolve.py [--runs 5] [--shards 5]
 
 Starts the local Hub stand-in (tests/support/hubserver.py: the routes huggingface_hub calls, on 127.0.0.1)
-with the real Qwen3-8B config from ../shared/fixtures/configs and header-only safetensors shards (a scenario),
+with the real Qwen3-8B config from fixtures/configs and header-only safetensors shards (a scenario),
 then runs `llmdoctor inspect Qwen/Qwen3-8B` as separate processes: cold (an empty HF cache each run: config,
 side files and every shard header fetched), warm (config in the HF cache, headers fetched again), offline
 (the HF cache only), and the same config as a local file. Loopback has no latency: on the real Hub add
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.hubserver import HubFile, HubServer, config_repo, dense_tensors, sharded  # noqa: E402
 
-CONFIG = ROOT.parent / "shared" / "fixtures" / "configs" / "Qwen__Qwen3-8B.json"
+CONFIG = ROOT / "fixtures" / "configs" / "Qwen__Qwen3-8B.json"
 
 
 def run(args: list[str], env: dict[str, str]) -> float:

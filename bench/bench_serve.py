@@ -3,7 +3,7 @@
     python bench/bench_serve.py [--alerts 100] [--hung 0.1] [--timeout 2] [--concurrency 8]
 
 The receiver runs as the real console script on a loopback port; the engines are one-thread local servers
-(tests/support/multiport.py) replaying the real vllm_1.prom scrape (../shared, read in place) — the hung ones
+(tests/support/multiport.py) replaying the real vllm_1.prom scrape (fixtures/) — the hung ones
 accept and never answer. The payload is Alertmanager's documented webhook format (version 4) with SCENARIO
 alerts. Measured: how long Alertmanager waits for its answer, how long until every diagnosis is delivered (to
 --out-dir and to a local chat sink), and that none was dropped.
@@ -34,7 +34,7 @@ def main() -> int:
     from support.serve import Receiver, payload, post
 
     scenarios = ROOT / "fixtures" / "scenarios"
-    metrics = ROOT.parent / "shared" / "fixtures" / "metrics" / "vllm_1.prom"
+    metrics = ROOT / "fixtures" / "metrics" / "vllm_1.prom"
     routes = {"/version": ("application/json", (scenarios / "vllm_version.json").read_bytes()),
               "/v1/models": ("application/json", (scenarios / "vllm_v1_models.json").read_bytes()),
               "/metrics": ("text/plain; version=0.0.4", metrics.read_bytes())}

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-METRICS = ROOT.parent / "shared" / "fixtures" / "metrics" / "vllm_1.prom"
+METRICS = ROOT / "fixtures" / "metrics" / "vllm_1.prom"
 SCENARIO_METRICS = ROOT / "fixtures" / "scenarios" / "sglang_dp2_tp4_metrics.prom"
 LINT = "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --enable-prefix-caching --max-model-len 32768"
 #: Never on the inspect/lint/check paths: each costs 50-500 ms to import and none is needed there.

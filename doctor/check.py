@@ -123,7 +123,7 @@ def run_check(opts: CheckOptions) -> CheckRun:
     from doctor.sources import gather
 
     started = time.perf_counter()
-    opts = replace(opts, offline=with_log_read(opts.offline))
+    opts = replace(opts, offline=with_log_read(replace(opts.offline, playbook_dirs=opts.playbook_dirs)))
     pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
     for symptom in opts.symptoms:  # and on a bad --symptom before any active request is sent
         if pbset.find(symptom) is None:
@@ -227,7 +227,7 @@ def with_log_read(offline: OfflineInputs) -> OfflineInputs:
         return offline
     from doctor.logs.source import read_log_input
 
-    return replace(offline, log=None, log_excerpt=read_log_input(offline.log).excerpt)
+    return replace(offline, log=None, log_excerpt=read_log_input(offline.log, offline.playbook_dirs).excerpt)
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:

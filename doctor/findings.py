@@ -1,6 +1,6 @@
 """Finding: the uniform result every analyzer returns (lint, check, plan, report).
 
-A finding is a cause (stable kebab-case id from playbooks/causes.yaml) that the facts support, with the
+A finding is a cause (stable kebab-case id: playbooks/causes/<id>.yaml) that the facts support, with the
 chain of evidence that led to it, how sure we are, and the exact fix. Renderers only ever see these.
 """
 

@@ -2,7 +2,7 @@
 
 The command (plus the model config and GPU when given) becomes facts through doctor.sources; the playbooks
 decide what is missing, wrong, harmful or overriding the engine (every lint finding is a cause from
-playbooks/causes.yaml, so `lint` and `check` can never disagree); and each flag is explained — what it does
+playbooks/causes/, so `lint` and `check` can never disagree); and each flag is explained — what it does
 and why it is or is not needed for this model — from doctor/engines/explain.yaml and the engine's own help.
 """
 

@@ -65,6 +65,8 @@ class OfflineInputs:
     generation_config_json: dict[str, Any] | None = None
     #: replaying a snapshot: the served model's files on this machine are not the ones the run saw
     replay: bool = False
+    #: the user's --playbooks directories: their causes' log signatures read the log as the built-ins' do
+    playbook_dirs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -483,7 +485,9 @@ def log_input_facts(inputs: OfflineInputs) -> Facts:
     """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
     from doctor.logs.source import read_log_input, replay_excerpt
 
-    reading = replay_excerpt(inputs.log_excerpt) if inputs.log_excerpt is not None else read_log_input(inputs.log)
+    dirs = inputs.playbook_dirs
+    reading = (replay_excerpt(inputs.log_excerpt, dirs) if inputs.log_excerpt is not None
+               else read_log_input(inputs.log, dirs))
     return reading.facts
 
 

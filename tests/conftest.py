@@ -1,10 +1,12 @@
 """Shared test plumbing: where the real fixtures live, and how to run the real CLI.
 
-Real data is read in place from ../shared/fixtures (never copied into the project); when that folder is
-absent (a user's own clone) the tests that need it skip with the reason — except under CI (``CI=true``), where
-a missing input is a failure: CI must not pass by skipping. The same holds for the engines' wheels, which
-some tests read in place (never installed) from ``LLMDOCTOR_WHEEL_DIR`` (default ``../wheelcache`` beside the
-checkout); ``.ci/run`` downloads the few they need into a cache outside the checkout.
+Real data travels with the project: fixtures/ holds every real fixture the tests read, each folder with its
+SOURCES.md (copied from the shared fixtures the project was given), so a fresh clone runs the same suite CI
+runs. Where an input is missing — an unpacked sdist has no fixtures/, an engine wheel was not fetched — the
+tests that need it skip with the reason, except under CI (``CI=true``), where a missing input is a failure: CI
+must not pass by skipping. The engines' wheels, which some tests read in place (never installed), come from
+``LLMDOCTOR_WHEEL_DIR`` (default ``../wheelcache`` beside the checkout); ``tools/fetch_test_wheels.sh`` (README,
+``.ci/run``) downloads the few they need into a cache outside the checkout.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
-#: ../shared beside the checkout; LLMDOCTOR_SHARED_DIR points elsewhere (tests/test_ci_skips.py uses it).
-SHARED = Path(os.environ.get("LLMDOCTOR_SHARED_DIR") or ROOT.parent / "shared")
-SHARED_FIXTURES = SHARED / "fixtures"
-SEED = SHARED / "seed" / "serving-playbook.txt"
+#: The real fixtures (fixtures/ in the checkout); LLMDOCTOR_FIXTURES_DIR points elsewhere (tests/test_ci_skips.py
+#: uses it to show that a missing input skips locally and fails under CI).
+SHARED_FIXTURES = Path(os.environ.get("LLMDOCTOR_FIXTURES_DIR") or ROOT / "fixtures")
+SEED = ROOT / "fixtures" / "seed" / "serving-playbook.txt"
 
 #: Under CI a test must run, not skip for want of an input (CI=true is set by GitHub Actions, GitLab and others).
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
@@ -39,12 +41,12 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-_NO_SHARED = f"real fixtures not found at {SHARED_FIXTURES} (they live beside the project checkout, not in it)"
+_NO_SHARED = f"real fixtures not found at {SHARED_FIXTURES} (they are in the repository's fixtures/, not in an sdist)"
 requires_shared = pytest.mark.skipif(not SHARED_FIXTURES.is_dir() and not IN_CI, reason=_NO_SHARED)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Under CI, a test marked requires_shared fails when ../shared/fixtures is missing (instead of skipping)."""
+    """Under CI, a test marked requires_shared fails when the real fixtures are missing (instead of skipping)."""
     if IN_CI and not SHARED_FIXTURES.is_dir() and any(
             m.name == "skipif" and m.kwargs.get("reason") == _NO_SHARED for m in item.iter_markers()):
         unavailable(_NO_SHARED)
@@ -57,7 +59,7 @@ def find_wheel_file(engine: str, version: str) -> Path | None:
 
 
 def shared_config(name: str) -> Path:
-    """Path of a real config.json under ../shared/fixtures/configs (skip when absent)."""
+    """Path of a real config.json under fixtures/configs (skip when absent)."""
     path = SHARED_FIXTURES / "configs" / name
     if not path.is_file():
         unavailable(f"real fixture {path} not available")

@@ -1,4 +1,4 @@
-"""The launch commands printed in ../shared/seed/serving-playbook.txt, copied as test data (our own seed),
+"""The launch commands printed in fixtures/seed/serving-playbook.txt, copied as test data (our own seed),
 shared by the command-parser, lint and check tests. Slips are kept as printed: the tests assert them."""
 
 SEED_GLM_HANDOVER = """python3 -m sglang.launch_server \\

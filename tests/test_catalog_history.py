@@ -1,7 +1,7 @@
 """The release history: every vLLM release from 0.6.0 and every SGLang release from 0.4.0, read from the wheels.
 
 What is checked against what: the vLLM 0.32.0 view against the option, tool-parser and reasoning-parser lists of
-a real 0.32.0 install (../shared/fixtures/live/vllm-0.32.0-cpu/argparse-options.json, read in place); flags that
+a real 0.32.0 install (fixtures/live/vllm-0.32.0-cpu/argparse-options.json); flags that
 came and went against the engines' wheels (the comment names the file:line the history recorded, which a
 reviewer can open in that release's wheel); the version rule's notes, and the flag-history problems
 (removed, renamed, too new) as `lint` reports them.

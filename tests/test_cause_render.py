@@ -4,7 +4,7 @@ Data-driven, so causes added to playbooks/causes.yaml (and trees added to any pl
 editing this file. For every path of every playbook tree that reaches a cause, the test keeps only the facts
 that path's conditions *guarantee* are known when the cause fires (a condition that holds has read its
 facts; ``any`` guarantees only what all its branches read), fills them with real values gathered from the
-real fixtures in ../shared/fixtures (metrics scrapes, model configs, the seed's launch commands) and renders
+real fixtures in fixtures (metrics scrapes, model configs, the seed's launch commands) and renders
 the cause's title, what, why and every engine's fix. A field whose fact the path does not guarantee must
 carry an ``or:`` fallback that says in words what is unknown — the bug this catches: ``check --metrics
 vllm_2.prom`` printed ``every 0.05 is about <fit.kv_bytes_per_gpu_per_5pct?> of KV per GPU``.

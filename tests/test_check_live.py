@@ -1,5 +1,5 @@
 """`llmdoctor check --endpoint` against real HTTP on 127.0.0.1: a local server replays the real /metrics
-scrapes in ../shared/fixtures/metrics (read in place) and scenario /server_info, /version, /v1/models
+scrapes in fixtures/metrics and scenario /server_info, /version, /v1/models
 bodies (fixtures/scenarios, shaped after the engines' source). The CLI runs as a real subprocess."""
 
 from __future__ import annotations

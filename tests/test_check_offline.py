@@ -103,10 +103,11 @@ def test_recorded_files_offline() -> None:
 
 def test_a_new_symptom_is_one_yaml_file(tmp_path: Path) -> None:
     """A user adds a symptom without touching Python: a tree reading observed metrics, a cause of their own."""
-    (tmp_path / "causes.yaml").write_text(
-        "causes:\n  ttft-slo-breach:\n    title: TTFT p99 above the SLO\n    severity: warning\n"
-        "    what: p99 time to first token is {metrics.ttft_p99} s\n    why: prefill is queueing\n"
-        "    fix: {any: add prefill capacity}\n    ref: our runbook\n")
+    (tmp_path / "causes").mkdir()
+    (tmp_path / "causes" / "ttft-slo-breach.yaml").write_text(
+        "id: ttft-slo-breach\ntitle: TTFT p99 above the SLO\nseverity: warning\n"
+        "what: p99 time to first token is {metrics.ttft_p99} s\nwhy: prefill is queueing\n"
+        "fix: {any: add prefill capacity}\nref: our runbook\n")
     (tmp_path / "slow-first-token.yaml").write_text(
         "symptom: slow-first-token\ntitle: First tokens are slow\ntree:\n"
         "  - when: {fact: metrics.ttft_p99, op: gt, value: 1.0}\n    cause: ttft-slo-breach\n")

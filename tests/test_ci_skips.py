@@ -12,8 +12,8 @@ from conftest import ROOT
 
 CASES = {
     "real fixtures": ("tests/test_cause_render.py::test_vllm_2_says_the_unknown_kv_size_in_words",
-                      {"LLMDOCTOR_SHARED_DIR": "/nonexistent/shared"}),
-    "a shared config": ("tests/test_model_fixtures.py", {"LLMDOCTOR_SHARED_DIR": "/nonexistent/shared"}),
+                      {"LLMDOCTOR_FIXTURES_DIR": "/nonexistent/fixtures"}),
+    "a shared config": ("tests/test_model_fixtures.py", {"LLMDOCTOR_FIXTURES_DIR": "/nonexistent/fixtures"}),
     "an engine wheel": ("tests/test_active_sources.py::test_refusal_text_is_vllms",
                         {"LLMDOCTOR_WHEEL_DIR": "/nonexistent/wheels"}),
 }

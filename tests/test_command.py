@@ -1,6 +1,6 @@
 """Parsing launch commands: every command the seed prints, every shape people paste, every problem.
 
-The seed's commands are copied here as test data (our own seed, ../shared/seed/serving-playbook.txt);
+The seed's commands are copied here as test data (our own seed, fixtures/seed/serving-playbook.txt);
 the docker, Kubernetes and argv variants are scenarios written for these tests, not captures.
 Expected problems are checked against the generated catalogs, which tests/test_catalog.py ties to
 the engines' source.

@@ -1,5 +1,5 @@
 """The exposition parser against prometheus_client's (the reference it replaces on the hot path), on the real
-scrapes in ../shared/fixtures/metrics (read in place), and on the corners of the text format."""
+scrapes in fixtures/metrics, and on the corners of the text format."""
 
 from __future__ import annotations
 

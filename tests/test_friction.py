@@ -1,6 +1,6 @@
 """What a newcomer types first, and must work: an OpenAI base URL, a bare port, the endpoint as a positional
 argument, a typo'd command. Real HTTP over loopback, replaying the real vLLM 0.32.0 answers recorded in
-../shared/fixtures/live (read in place); the CLI runs as a real subprocess."""
+fixtures/live; the CLI runs as a real subprocess."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from conftest import ROOT, SHARED_FIXTURES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.mutate import JSON_VALUES, mutated
+from support.playbook_dirs import write_dir
 
 from doctor.errors import DoctorError, InputError
 from doctor.facts import Facts
@@ -193,7 +194,8 @@ def test_server_info_mutated(doc: object) -> None:
 # ------------------------------------------------------------------------------------------ playbooks
 BUILTIN = ROOT / "playbooks"
 PLAYBOOK_DOCS = {p.name: yaml.safe_load(p.read_text()) for p in sorted(BUILTIN.glob("*.yaml"))}
-TREES = sorted(n for n in PLAYBOOK_DOCS if n not in ("causes.yaml", "traps.yaml"))
+CAUSE_DOCS = {f"causes/{p.name}": yaml.safe_load(p.read_text()) for p in sorted((BUILTIN / "causes").glob("*.yaml"))}
+TREES = sorted(n for n in PLAYBOOK_DOCS if n != "traps.yaml")
 
 
 def _validate_dir(files: dict[str, str]) -> None:
@@ -202,8 +204,7 @@ def _validate_dir(files: dict[str, str]) -> None:
     from doctor.playbook.loader import load_playbooks, validate_dirs
 
     with tempfile.TemporaryDirectory() as tmp:
-        for name, text in files.items():
-            (Path(tmp) / name).write_text(text)
+        write_dir(Path(tmp), files)
         errors = validate_dirs([tmp], builtin=False)
         for error in errors:
             one_line(Exception(error), tmp)
@@ -220,7 +221,7 @@ def _validate_dir(files: dict[str, str]) -> None:
 
 
 @FAST
-@given(st.text(max_size=300), st.sampled_from(["x.yaml", "causes.yaml", "traps.yaml"]))
+@given(st.text(max_size=300), st.sampled_from(["x.yaml", "causes/x.yaml", "traps.yaml", "facts/x.yaml"]))
 def test_playbook_dir_any_text(text: str, name: str) -> None:
     _validate_dir({name: text})
 
@@ -229,14 +230,15 @@ def test_playbook_dir_any_text(text: str, name: str) -> None:
 @given(data=st.data())
 def test_playbook_dir_mutated_builtin(data: st.DataObject) -> None:
     tree = data.draw(st.sampled_from(TREES))
-    causes = PLAYBOOK_DOCS["causes.yaml"]
+    causes = {name: yaml.safe_dump(doc) for name, doc in CAUSE_DOCS.items()}
     if data.draw(st.booleans()):
-        causes = data.draw(mutated(causes, 2))
+        name = data.draw(st.sampled_from(sorted(CAUSE_DOCS)))
+        causes[name] = yaml.safe_dump(data.draw(mutated(CAUSE_DOCS[name], 2)))
     else:
         tree_doc = data.draw(mutated(PLAYBOOK_DOCS[tree], 3))
-        _validate_dir({"causes.yaml": yaml.safe_dump(causes), tree: yaml.safe_dump(tree_doc)})
+        _validate_dir({**causes, tree: yaml.safe_dump(tree_doc)})
         return
-    _validate_dir({"causes.yaml": yaml.safe_dump(causes), tree: yaml.safe_dump(PLAYBOOK_DOCS[tree])})
+    _validate_dir({**causes, tree: yaml.safe_dump(PLAYBOOK_DOCS[tree])})
 
 
 # ------------------------------------------------------------------------------------------ targets files

@@ -196,13 +196,13 @@ def test_docs_table_is_the_generated_one() -> None:
 
 @requires_shared
 def test_real_nvml_names_resolve() -> None:
-    """Every GPU name in the real nvidia-smi captures under ../shared/fixtures/nvml resolves to a catalog entry."""
-    from conftest import SHARED
+    """Every GPU name in the real nvidia-smi captures under fixtures/nvml resolves to a catalog entry."""
+    from conftest import SHARED_FIXTURES
 
     from doctor.probes.gpu import read_nvidia_smi
 
     names = set()
-    for path in sorted((SHARED / "fixtures" / "nvml").iterdir()):
+    for path in sorted((SHARED_FIXTURES / "nvml").iterdir()):
         if path.suffix in (".txt", ".xml") and "mig" not in path.name:
             readings = read_nvidia_smi(path.read_text(encoding="utf-8", errors="replace"), path.name)
             names |= {r.name for r in readings}

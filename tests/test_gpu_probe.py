@@ -1,4 +1,4 @@
-"""The GPU probe against real nvidia-smi readings (../shared/fixtures/nvml, read in place) and the NVML seam.
+"""The GPU probe against real nvidia-smi readings (fixtures/nvml) and the NVML seam.
 
 The fake NVML module below exists only for the seam's mechanics (init failure, a hung driver, the call
 sequence); every value it returns is taken from a real reading parsed in the same test.

@@ -1,5 +1,5 @@
 """The capacity, scheduling, speculative-decoding, hybrid-cache and GPU-balance causes of issue 15, on real
-scrapes, configs and nvidia-smi readings (../shared/fixtures, read in place) wherever one exists; where none
+scrapes, configs and nvidia-smi readings (fixtures) wherever one exists; where none
 does, the scenario is built here from the engine's own line format and labelled so."""
 
 from __future__ import annotations

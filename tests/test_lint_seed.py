@@ -1,7 +1,7 @@
 """Every launch command printed in the seed, linted, with the findings a senior engineer would give.
 
-The command texts are copied from ../shared/seed/serving-playbook.txt (our own seed); the configs are the
-real ones under ../shared/fixtures/configs (read in place). Where the seed's command carries a slip (a
+The command texts are copied from fixtures/seed/serving-playbook.txt (our own seed); the configs are the
+real ones under fixtures/configs. Where the seed's command carries a slip (a
 vLLM `--dtype fp8`, SGLang's non-existent `--enable-moe-ep`), the finding is asserted; where it is right,
 its absence is.
 """

@@ -1,5 +1,5 @@
 """Defects seen against a real vLLM 0.32.0 (CPU build), checked on its recorded answers
-(../shared/fixtures/live/vllm-0.32.0-cpu, read in place and replayed over loopback) and on real subprocesses;
+(fixtures/live/vllm-0.32.0-cpu and replayed over loopback) and on real subprocesses;
 tests/realengine checks the same against the live engine when it is installed."""
 
 from __future__ import annotations

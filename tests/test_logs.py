@@ -1,5 +1,5 @@
 """Server logs as evidence (`check --log`, `snapshot --log`, `log:` in --targets): real vLLM 0.32.0 and SGLang
-0.5.23 logs (../shared/fixtures/live, read in place), short excerpts of public GPU failure reports
+0.5.23 logs (fixtures/live), short excerpts of public GPU failure reports
 (fixtures/logs/public, cited in its SOURCES.md), and scenario logs built from real lines where a test needs
 something no real log has (a secret, a gigabyte) — each labelled where it is built."""
 
@@ -20,6 +20,7 @@ from doctor.logs import read as log_read
 from doctor.logs.parse import log_facts
 from doctor.logs.read import read_log
 from doctor.logs.source import read_log_input, replay_excerpt, signatures
+from doctor.playbook.loader import load_playbooks
 
 VLLM = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu"
 SGLANG = SHARED_FIXTURES / "live" / "sglang-0.5.23-cpu"
@@ -211,12 +212,17 @@ def test_graph_capture_oom_is_not_also_a_startup_oom() -> None:
     assert facts["log.causes"] == ["cuda-graph-capture-oom"]
 
 
-def test_signatures_are_data_in_the_causes_catalog() -> None:
-    catalog = yaml.safe_load((ROOT / "playbooks" / "causes.yaml").read_text())["causes"]
-    declared = {cause for cause, body in catalog.items() if body.get("log_signatures")}
+def test_signatures_are_data_in_the_cause_files() -> None:
+    declared = {path.stem for path in (ROOT / "playbooks" / "causes").glob("*.yaml")
+                if yaml.safe_load(path.read_text()).get("log_signatures")}
     assert declared == set(signatures())
-    for cause in declared:  # every cause a signature names is reachable from the launch-failure tree
-        assert f"value: {cause}}}" in (ROOT / "playbooks" / "launch-failure.yaml").read_text()
+    # every cause a signature names has its node in the launch-failure tree, generated from its file
+    tree = load_playbooks().playbooks["launch-failure"].tree
+    generated = {node["cause"] for node in tree if "log.causes" in json.dumps(node.get("when", {}))}
+    assert declared <= generated
+    hand_written = [line for line in (ROOT / "playbooks" / "launch-failure.yaml").read_text().splitlines()
+                    if line.startswith("  - when: {fact: log.causes, op: contains")]
+    assert hand_written == []
 
 
 # ------------------------------------------------------------------------------------------ big logs, pipes

@@ -1,6 +1,6 @@
 """`--manifest FILE|-` on lint, check and plan, and `manifest:` in a targets file.
 
-Every manifest below is a SCENARIO written for these tests (no real cluster's manifest is in ../shared), in
+Every manifest below is a SCENARIO written for these tests (no real cluster's manifest is among the fixtures), in
 the shapes the Kubernetes API, `kubectl get -o yaml|json`, `helm template` and the LeaderWorkerSet CRD
 (leaderworkerset.x-k8s.io/v1; the leader command is shaped after vLLM's docs/deployment/frameworks/lws.md)
 write. GPU product labels are the values NVIDIA's GPU Feature Discovery sets on nodes.

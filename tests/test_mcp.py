@@ -1,7 +1,7 @@
 """`llmdoctor mcp` driven by the official MCP SDK's own client over stdio (a real subprocess).
 
 Each tool's result must be the very document `llmdoctor COMMAND --format json` prints; the live `check` runs
-against a local server replaying the REAL scrape vllm_1.prom (../shared/fixtures/metrics, read in place).
+against a local server replaying the REAL scrape vllm_1.prom (fixtures/metrics).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every real config under ../shared/fixtures/configs classified and sized, against hand arithmetic.
+"""Every real config under fixtures/configs classified and sized, against hand arithmetic.
 
 The expected KV bytes per token are written as the engine formula with the config's numbers
 (default KV dtype = the checkpoint's bf16; DeepSeek V4 defaults to fp8 in both engines):

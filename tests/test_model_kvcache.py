@@ -1,7 +1,7 @@
 """KV cache and state sizing: the seed's worked examples, KV dtypes, engine layouts, windows, MTP.
 
 Bundled scenarios (doctor/examples) stand in for the seed's described models; real configs come
-from ../shared/fixtures and skip when absent.
+from fixtures and skip when absent.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The Hub is a local stand-in on 127.0.0.1 (tests/support/hubserver.py) speaking the routes huggingface_hub
 really calls; the first tests prove that with huggingface_hub's own client. Configs are the real ones in
-../shared/fixtures/configs, read in place; the safetensors files are *scenarios*: real headers (the format's
+fixtures/configs; the safetensors files are *scenarios*: real headers (the format's
 8-byte length + JSON) describing tensors of the config's shapes, with no data behind them.
 """
 

@@ -1,6 +1,6 @@
 """Bad input never crashes: any field of a config set to any JSON value gives a card or an InputError.
 
-Hypothesis mutates the bundled scenario configs (and a few real ones when ../shared is present);
+Hypothesis mutates the bundled scenario configs (and a few real ones from fixtures/);
 the analysis, the KV layout at every dtype, the report and the text card must either work or raise
 InputError (one line, exit 2 in the CLI) — never another exception.
 """

@@ -1,6 +1,6 @@
 """The seed's scenarios, reproduced: "Same Conditions, Different Architectures" (100 concurrent requests, 32k
 average context, 8×H200 unless the seed says otherwise) and the hardware chapter ("SM": 2× RTX 4090, 8× H200,
-B300). Real configs from ../shared/fixtures/configs; where the real config differs from the seed's example the
+B300). Real configs from fixtures/configs; where the real config differs from the seed's example the
 difference is asserted and documented (docs/plan.md)."""
 
 from __future__ import annotations

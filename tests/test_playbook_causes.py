@@ -1,13 +1,11 @@
-"""Every cause in playbooks/causes.yaml: one scenario that must produce it (with its evidence chain) and a
-near-identical one that must not (fixtures/cause_cases.yaml, scenario facts)."""
+"""Every cause file (playbooks/causes/<id>.yaml) runs its own cases: scenario facts that must produce the cause
+(with its evidence chain) and a near-identical set that must not (``negative``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from conftest import ROOT
 
 from doctor.derive import derive_all
@@ -15,14 +13,14 @@ from doctor.facts import Facts
 from doctor.playbook.engine import diagnose
 from doctor.playbook.loader import load_playbooks
 
-CASES = yaml.safe_load((ROOT / "fixtures" / "cause_cases.yaml").read_text())["cases"]
+CASES = [{"cause": cause.id, **case} for cause in load_playbooks().causes.values() for case in cause.cases]
 OBSERVED = ("metrics.", "active.", "gpu.util", "capacity.ratio", "log.")
 
 
 def _facts(values: dict[str, Any]) -> Facts:
     facts = Facts()
     for key, value in values.items():
-        facts.set(key, value, "scenario (fixtures/cause_cases.yaml)", observed=key.startswith(OBSERVED))
+        facts.set(key, value, "scenario (the cause file's cases)", observed=key.startswith(OBSERVED))
     return derive_all(facts)
 
 
@@ -96,6 +94,7 @@ def test_unknown_is_not_false() -> None:
     assert "--metrics FILE" in unchecked["kv-cache-exhausted"].hint
 
 
-def test_case_file_is_labelled_a_scenario() -> None:
-    text = Path(ROOT / "fixtures" / "cause_cases.yaml").read_text()
-    assert "scenarios written for the tests" in text
+def test_case_lists_are_labelled_scenarios() -> None:
+    """Cases are scenario facts written for the tests, never presented as captures of a real deployment."""
+    for path in sorted((ROOT / "playbooks" / "causes").glob("*.yaml")):
+        assert "cases:  # scenario facts written for the tests" in path.read_text(), path.name

@@ -44,10 +44,10 @@ def test_validate_reports_file_line_and_key(tmp_path: Path) -> None:
 
 
 def test_user_playbook_dir_adds_a_symptom_without_python(tmp_path: Path) -> None:
-    """A new symptom is one YAML file (plus a cause in the user's causes.yaml): no Python change."""
-    (tmp_path / "causes.yaml").write_text(
-        "causes:\n  my-cause:\n    title: mine\n    severity: warning\n    what: w\n    why: y\n"
-        "    fix: {any: do it}\n    ref: ours\n")
+    """A new symptom is one YAML file (plus its cause, one file in the user's causes/): no Python change."""
+    (tmp_path / "causes").mkdir()
+    (tmp_path / "causes" / "my-cause.yaml").write_text(
+        "id: my-cause\ntitle: mine\nseverity: warning\nwhat: w\nwhy: y\nfix: {any: do it}\nref: ours\n")
     (tmp_path / "my-symptom.yaml").write_text(
         "symptom: my-symptom\ntitle: mine\ntree:\n  - when: {fact: launch.tp, op: gt, value: 1}\n"
         "    cause: my-cause\n")

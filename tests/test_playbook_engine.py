@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
+from support.playbook_dirs import cause_files, write_dir
 
 from doctor.errors import InputError
 from doctor.facts import Facts
@@ -20,32 +22,31 @@ from doctor.playbook.loader import load_playbooks, validate_dirs
 from doctor.playbook.template import render
 from doctor.versions import version_key
 
-CAUSES = """
-causes:
-  moe-without-ep:
-    title: MoE model on TP {launch.tp} without expert parallelism
-    severity: warning
-    what: Experts are sliced across {launch.tp} GPUs.
-    why: TP slices every expert; EP places them whole.
-    fix:
-      vllm: add --enable-expert-parallel
-      sglang: add --ep-size {launch.tp}
-    ref: "seed: MoE and Expert Parallelism"
-  kv-cache-exhausted:
-    title: KV cache exhausted
-    severity: critical
-    what: usage {metrics.kv_usage|pct}
-    why: full
-    fix: {any: "add GPUs"}
-    ref: "seed: KV Cache Sizing"
-  unknown-flag:
-    title: unknown flags
-    severity: critical
-    what: "{launch.unknown_flags|each:<flag> (did you mean <nearest>?)}"
-    why: argparse exits
-    fix: {any: "rename them"}
-    ref: "engine catalogs"
-"""
+CAUSES = cause_files(yaml.safe_load("""
+moe-without-ep:
+  title: MoE model on TP {launch.tp} without expert parallelism
+  severity: warning
+  what: Experts are sliced across {launch.tp} GPUs.
+  why: TP slices every expert; EP places them whole.
+  fix:
+    vllm: add --enable-expert-parallel
+    sglang: add --ep-size {launch.tp}
+  ref: "seed: MoE and Expert Parallelism"
+kv-cache-exhausted:
+  title: KV cache exhausted
+  severity: critical
+  what: usage {metrics.kv_usage|pct}
+  why: full
+  fix: {any: "add GPUs"}
+  ref: "seed: KV Cache Sizing"
+unknown-flag:
+  title: unknown flags
+  severity: critical
+  what: "{launch.unknown_flags|each:<flag> (did you mean <nearest>?)}"
+  why: argparse exits
+  fix: {any: "rename them"}
+  ref: "engine catalogs"
+"""))
 
 TREE = """
 symptom: memory-filling-fast
@@ -67,11 +68,7 @@ tree:
 
 
 def _dir(tmp_path: Path, files: dict[str, str]) -> Path:
-    d = tmp_path / "pb"
-    d.mkdir()
-    for name, text in files.items():
-        (d / name).write_text(textwrap.dedent(text))
-    return d
+    return write_dir(tmp_path / "pb", {name: textwrap.dedent(text) for name, text in files.items()})
 
 
 def _facts(**values: object) -> Facts:
@@ -112,7 +109,7 @@ def test_ref_and_version_ops() -> None:
 
 
 def test_finding_carries_evidence_chain_and_templated_fix(tmp_path: Path) -> None:
-    pbset = _only_user(tmp_path, {"causes.yaml": CAUSES, "memory-filling-fast.yaml": TREE})
+    pbset = _only_user(tmp_path, {**CAUSES, "memory-filling-fast.yaml": TREE})
     facts = _facts(model__moe=True, launch__tp=8, launch__expert_parallel=False, launch__engine="sglang")
     diagnosis = diagnose(pbset, facts)
     [finding] = [f for f in diagnosis.findings if f.id == "moe-without-ep"]
@@ -129,13 +126,13 @@ def test_finding_carries_evidence_chain_and_templated_fix(tmp_path: Path) -> Non
 
 
 def test_negative_near_identical_facts(tmp_path: Path) -> None:
-    pbset = _only_user(tmp_path, {"causes.yaml": CAUSES, "memory-filling-fast.yaml": TREE})
+    pbset = _only_user(tmp_path, {**CAUSES, "memory-filling-fast.yaml": TREE})
     facts = _facts(model__moe=True, launch__tp=8, launch__expert_parallel=True)
     assert [f.id for f in diagnose(pbset, facts).findings] == []
 
 
 def test_observed_evidence_ranks_high_and_unknown_reason_is_reported(tmp_path: Path) -> None:
-    pbset = _only_user(tmp_path, {"causes.yaml": CAUSES, "memory-filling-fast.yaml": TREE})
+    pbset = _only_user(tmp_path, {**CAUSES, "memory-filling-fast.yaml": TREE})
     facts = _facts(model__moe=True, metrics__kv_usage=0.999, metrics__preemptions_total=53366.0)
     facts.error("launch", "no launch command given")
     diagnosis = diagnose(pbset, facts)
@@ -147,7 +144,7 @@ def test_observed_evidence_ranks_high_and_unknown_reason_is_reported(tmp_path: P
 
 
 def test_applies_when_gates_trees_but_symptom_forces_them(tmp_path: Path) -> None:
-    pbset = _only_user(tmp_path, {"causes.yaml": CAUSES, "memory-filling-fast.yaml": TREE})
+    pbset = _only_user(tmp_path, {**CAUSES, "memory-filling-fast.yaml": TREE})
     facts = _facts(metrics__kv_usage=0.99, metrics__preemptions_total=3)
     assert diagnose(pbset, facts).ran == []
     forced = diagnose(pbset, facts, ["memory-filling-fast"])
@@ -166,7 +163,7 @@ def test_stop_skips_later_siblings(tmp_path: Path) -> None:
         stop: true
       - cause: kv-cache-exhausted
     """
-    pbset = _only_user(tmp_path, {"causes.yaml": CAUSES, "memory-filling-fast.yaml": tree})
+    pbset = _only_user(tmp_path, {**CAUSES, "memory-filling-fast.yaml": tree})
     assert [f.id for f in diagnose(pbset, _facts(launch__tp=2)).findings] == ["moe-without-ep"]
     assert [f.id for f in diagnose(pbset, _facts(launch__tp=1)).findings] == ["kv-cache-exhausted"]
 
@@ -185,7 +182,7 @@ def test_template_filters() -> None:
          ":4: tree.0.when"),
         ("symptom: memory-filling-fast\ntitle: t\ntree:\n  - cause: no-such-cause\n", ":4: cause 'no-such-cause'"),
         ("symptom: memory-filling-fast\ntitle: t\ntree:\n  - when: {fact: modle.moe, op: is_true}\n    cause: moe-without-ep\n",
-         "unknown namespace 'modle'"),
+         ":4: fact 'modle.moe' is not in the fact registry (did you mean 'model.moe'?)"),
         ("symptom: memory-filling-fast\ntitle: t\nextra: 1\ntree:\n  - cause: moe-without-ep\n", "extra"),
         ("symptom: memory-filling-fast\ntitle: t\ntree:\n  - when: {fact: model.x, op: matches, value: '('}\n"
          "    cause: moe-without-ep\n", "not a valid regular expression"),
@@ -194,19 +191,20 @@ def test_template_filters() -> None:
     ],
 )
 def test_validation_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
-    d = _dir(tmp_path, {"causes.yaml": CAUSES.replace("moe-without-ep", "moe-without-ep-x"),
+    d = _dir(tmp_path, {**{k.replace("moe-without-ep", "moe-without-ep-x"): v.replace("moe-without-ep", "moe-without-ep-x")
+                           for k, v in CAUSES.items()},
                         "memory-filling-fast.yaml": text.replace("moe-without-ep", "moe-without-ep-x")})
     errors = validate_dirs([d], builtin=False)
     assert errors, "a broken playbook must not validate"
     joined = "\n".join(errors)
-    assert "memory-filling-fast.yaml" in joined or "causes.yaml" in joined
+    assert "memory-filling-fast.yaml" in joined or "causes/" in joined
     assert expected.replace("moe-without-ep", "moe-without-ep-x") in joined
     with pytest.raises(InputError):
         load_playbooks([d], builtin=False)
 
 
 def test_duplicate_cause_is_rejected(tmp_path: Path) -> None:
-    """A user's causes.yaml may add causes but not redefine a built-in one: each cause is defined once."""
-    d = _dir(tmp_path, {"causes.yaml": CAUSES})
+    """A user's cause files may add causes but not redefine a built-in one: each cause is defined once."""
+    d = _dir(tmp_path, CAUSES)
     errors = validate_dirs([d])
     assert any("cause 'moe-without-ep' is already defined" in e for e in errors)

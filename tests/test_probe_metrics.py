@@ -1,4 +1,4 @@
-"""The metrics probe: every real scrape in ../shared/fixtures/metrics, served over real HTTP, maps to the facts
+"""The metrics probe: every real scrape in fixtures/metrics, served over real HTTP, maps to the facts
 its SOURCES.md describes; plus scenario expositions (labelled) for DP ranks, rates and faults."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ MB = 1024 * 1024
 def real_scrape(name: str) -> Path:
     path = SHARED_FIXTURES / "metrics" / name
     if not path.is_file():
-        pytest.skip(f"real scrape {path} not available (../shared/fixtures lives beside the checkout)")
+        pytest.skip(f"real scrape {path} not available (fixtures lives beside the checkout)")
     return path
 
 

@@ -1,7 +1,7 @@
 """The text an on-call engineer reads: one screen by default, tokens never split, values in words.
 
 Real runs of the CLI (subprocess, COLUMNS fixed) over the bundled incident snapshot, real seed commands and
-the real scrapes in ../shared/fixtures; plus the primitives (wrapping, values, percentages) on their own.
+the real scrapes in fixtures; plus the primitives (wrapping, values, percentages) on their own.
 """
 
 from __future__ import annotations

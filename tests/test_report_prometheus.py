@@ -2,7 +2,7 @@
 the real /metrics captures, and Prometheus down, slow, failing or empty. No mock of Prometheus anywhere.
 
 The history is SCENARIO data (fixtures/prometheus/scenarios.py: names and label shapes from the real scrapes,
-values made up); the scraped-live path serves the real captures of ../shared/fixtures/metrics in place.
+values made up); the scraped-live path serves the real captures of fixtures/metrics in place.
 """
 
 from __future__ import annotations

@@ -172,9 +172,10 @@ def test_promtool_test_rules_fire_and_stay_quiet(tmp_path: Path) -> None:
 def test_a_users_own_playbook_exports_too(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
-    (mine / "causes.yaml").write_text(
-        "causes:\n  queue-storm:\n    title: Queue storm\n    severity: critical\n    what: many wait\n"
-        "    why: bursts\n    fix: {any: add replicas}\n    ref: ours\n")
+    (mine / "causes").mkdir()
+    (mine / "causes" / "queue-storm.yaml").write_text(
+        "id: queue-storm\ntitle: Queue storm\nseverity: critical\nwhat: many wait\n"
+        "why: bursts\nfix: {any: add replicas}\nref: ours\n")
     (mine / "queue-storm.yaml").write_text(
         "symptom: queue-storm\ntitle: Queue storm\ntree:\n"
         "  - when:\n      all:\n        - {fact: metrics.queued, op: gt, value: 100}\n"

@@ -1,6 +1,6 @@
 """`llmdoctor serve` as a real subprocess over real loopback HTTP: the webhook contract, dedup, bounds, redaction.
 
-Engines are local servers replaying the REAL scrapes in ../shared/fixtures/metrics (read in place) with
+Engines are local servers replaying the REAL scrapes in fixtures/metrics with
 scenario /version and /v1/models bodies; the webhook payloads are SCENARIOS in Alertmanager's documented
 format (version 4). test_serve_e2e.py drives the same receiver from real Prometheus and Alertmanager.
 """

@@ -1,7 +1,7 @@
 """End to end with the real binaries, all on loopback: Prometheus → Alertmanager → llmdoctor serve → a chat sink.
 
 * two engines: local servers replaying the REAL scrapes vllm_1.prom (KV exhausted) and vllm_2.prom (queueing
-  with KV idle, 0 prefix-cache hits in 96 lookups) from ../shared/fixtures/metrics;
+  with KV idle, 0 prefix-cache hits in 96 lookups) from fixtures/metrics;
 * Prometheus (Debian's ``prometheus``) with 30 minutes of history backfilled by ``promtool tsdb
   create-blocks-from openmetrics`` (a SCENARIO around the real values: tests/support/scrape_history.py) and
   the rules ``llmdoctor rules`` writes;

@@ -1,5 +1,5 @@
 """The SGLang-on-CPU defects, on the recorded answers of a real SGLang 0.5.23 CPU server
-(../shared/fixtures/live/sglang-0.5.23-cpu, read in place and replayed over real HTTP on 127.0.0.1), so they are
+(fixtures/live/sglang-0.5.23-cpu and replayed over real HTTP on 127.0.0.1), so they are
 tested without the engine installed; tests/realengine/test_sglang_check.py checks the same against the live engine.
 
 - a CPU deployment is not a GPU failure: the GPU probe is "n/a", nothing asks for --gpu;

@@ -46,7 +46,7 @@ def symptom_option(f: F) -> F:
 def playbooks_option(f: F) -> F:
     return click.option(
         "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
-        help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes.yaml.",
+        help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes/<id>.yaml.",
     )(f)
 
 

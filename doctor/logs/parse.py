@@ -445,21 +445,41 @@ def _problems(scan: _Scan, put: Any) -> None:
 
 
 def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:
-    """Which causes' log signatures (playbooks/causes.yaml ``log_signatures``) the log carries."""
+    """Which causes' log signatures (playbooks/causes/<id>.yaml ``log_signatures``) the log carries.
+
+    A signature is a regular expression (``pattern``), or an error-catalog template (``catalog``: issue 22), which
+    ``doctor.logs.catalog.search(signature, text, engine)`` matches where that module exists (until then it names
+    nothing).
+    """
+    catalog = _catalog_matcher()
     matched: list[dict[str, str]] = []
     for cause, sigs in signatures.items():
         for sig in sigs:
-            if sig.get("engine", "any") not in ("any", engine) and engine is not None:
+            if "pattern" not in sig:
+                m = catalog(sig, scan.text, engine) if catalog is not None else None
+            elif sig.get("engine", "any") not in ("any", engine) and engine is not None:
                 continue
-            m = re.search(sig["pattern"], scan.text, re.M)
+            else:
+                m = re.search(sig["pattern"], scan.text, re.M)
             if m:
                 scan.keep(m)
                 line = _strip_prefix(scan.line(scan.line_of(m.end() - 1))).strip()[:300]
                 matched.append({"cause": cause, "line": line})
                 put(f"log.seen.{cause.replace('-', '_')}", line, f"the line that names {cause}")
                 break
-    put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes.yaml)")
+    put("log.signatures", matched, "lines matching the causes' log_signatures (playbooks/causes/)")
     put("log.causes", [m["cause"] for m in matched], "causes named by their log signatures")
+
+
+def _catalog_matcher() -> Any:
+    """The error-catalog matcher (doctor/logs/catalog.py, issue 22), or None while it does not exist."""
+    import importlib.util
+
+    if importlib.util.find_spec("doctor.logs.catalog") is None:
+        return None
+    from doctor.logs import catalog  # type: ignore[attr-defined]
+
+    return catalog.search
 
 
 #: SGLang's batch lines count tokens (``#token: 24``, ``#new-token: 14``, a hybrid model's ``#full token: 350592``):

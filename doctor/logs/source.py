@@ -1,8 +1,10 @@
 """The log as an input of `check` and `snapshot`: a file (or ``-``) read within the cap, or the excerpt a
-snapshot recorded, both turned into facts with the causes' log signatures (playbooks/causes.yaml)."""
+snapshot recorded, both turned into facts with the log signatures of the causes loaded — the built-in
+playbooks/causes/*.yaml and those of the user's ``--playbooks DIR``, so a cause of the user's names its lines too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from doctor.errors import InputError
@@ -13,21 +15,21 @@ from doctor.logs.read import LogText, read_log
 MAX_EXCERPT_LINES = 20_000
 
 
-def signatures() -> dict[str, list[dict[str, Any]]]:
-    """cause id → its log signatures, from the built-in causes catalog."""
+def signatures(playbook_dirs: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+    """cause id → its log signatures, from the causes loaded (built-in plus ``playbook_dirs``)."""
     from doctor.playbook.loader import load_playbooks
 
-    return {c.id: list(c.log_signatures) for c in load_playbooks().causes.values() if c.log_signatures}
+    return {c.id: list(c.log_signatures) for c in load_playbooks(playbook_dirs).causes.values() if c.log_signatures}
 
 
-def read_log_input(spec: str) -> LogReading:
+def read_log_input(spec: str, playbook_dirs: Sequence[str] = ()) -> LogReading:
     """``--log FILE|-``: the facts, and the redacted excerpt a snapshot records."""
-    return log_facts(read_log(spec), signatures())
+    return log_facts(read_log(spec), signatures(playbook_dirs))
 
 
-def replay_excerpt(excerpt: dict[str, Any]) -> LogReading:
+def replay_excerpt(excerpt: dict[str, Any], playbook_dirs: Sequence[str] = ()) -> LogReading:
     """The facts of a recorded excerpt: the same parse over the same (already redacted) lines."""
-    return log_facts(excerpt_text(excerpt), signatures())
+    return log_facts(excerpt_text(excerpt), signatures(playbook_dirs))
 
 
 def excerpt_text(excerpt: Any, where: str = "extra.inputs.log") -> LogText:

@@ -1,10 +1,12 @@
-"""Loading and validating playbooks: the built-in trees plus any directories the user adds.
+"""Loading and validating playbooks: the built-in knowledge plus any directories the user adds.
 
-A playbook directory holds one ``<symptom>.yaml`` per symptom, and optionally ``causes.yaml`` (the causes
-catalog: each cause defined once) and ``traps.yaml`` (engine telemetry known to mislead). The built-in
-directory ships with the package; users add theirs with ``--playbooks DIR``. Every file is checked against
-the JSON Schema in :mod:`doctor.playbook.schema`, and then across files (every cause a tree names exists,
-no symptom or cause is defined twice, every regular expression compiles), with errors naming file and line.
+A playbook directory holds one ``<symptom>.yaml`` per symptom tree, one ``causes/<cause-id>.yaml`` per cause (its
+text, fix, evidence, log signatures and cases), optionally ``facts/<namespace>.yaml`` (the fact registry) and
+``traps.yaml`` (engine telemetry known to mislead). The built-in directory ships with the package; users add
+theirs with ``--playbooks DIR``, in the same shape and under the same schema. Every file is checked against its
+JSON Schema (:mod:`doctor.playbook.schema`), then across files — every cause a tree names exists, no symptom or
+cause is defined twice, every regular expression compiles, every fact named anywhere is registered — with errors
+naming file and line. The tree nodes for log signatures are generated from the cause files (lognodes.py).
 """
 
 from __future__ import annotations
@@ -17,18 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import InputError
+from doctor.playbook.registry import FactSpec, Registry
 from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
 
-CAUSES_FILE = "causes.yaml"
+CAUSES_DIR = "causes"
+FACTS_DIR = "facts"
 TRAPS_FILE = "traps.yaml"
-#: Top-level fact namespaces a condition may read (docs/facts.md); a typo here would make a node unknown forever.
-NAMESPACES = ("model", "launch", "engine", "expect", "gpu", "metrics", "server", "capacity", "fit", "workload",
-              "active", "process", "probe", "log")
+#: The one-file catalog of causes earlier releases read; now one file per cause (a clear error, not ignored).
+LEGACY_CAUSES_FILE = "causes.yaml"
 
 
 @dataclass(frozen=True)
 class Cause:
-    """One cause, defined once in causes.yaml: what it is, why it matters, the fix per engine, the seed ref."""
+    """One cause, defined once in causes/<id>.yaml: what it is, why it matters, the fix per engine, the seed ref."""
 
     id: str
     title: str
@@ -39,10 +42,14 @@ class Cause:
     ref: str
     evidence: tuple[str, ...] = ()
     source: str = ""
-    #: server-log lines that name this cause by themselves: ({pattern, engine, seen}, ...)
-    log_signatures: tuple[dict[str, str], ...] = ()
+    #: server-log lines that name this cause by themselves: ({pattern, engine, seen} or {catalog, ...}, ...)
+    log_signatures: tuple[dict[str, Any], ...] = ()
     #: what the engine does (launch-failure causes): effect and, per engine, the file:line in its wheel
     behaviour: dict[str, str] = field(default_factory=dict)
+    #: how the tree node generated from the log signatures reads: symptom, yields_to, when, note
+    log_node: dict[str, Any] = field(default_factory=dict)
+    #: scenario facts in, verdict out (the test suite runs them): ({symptom, facts, evidence, negative}, ...)
+    cases: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,12 @@ class PlaybookSet:
     playbooks: dict[str, Playbook] = field(default_factory=dict)
     causes: dict[str, Cause] = field(default_factory=dict)
     traps: list[Trap] = field(default_factory=list)
+    facts: dict[str, FactSpec] = field(default_factory=dict)
+
+    @property
+    def registry(self) -> Registry:
+        """The fact registry these playbooks were checked against."""
+        return Registry(self.facts)
 
     def find(self, symptom: str) -> Playbook | None:
         """A playbook by its symptom id or one of its aliases."""
@@ -104,9 +117,9 @@ def load_playbooks(extra_dirs: Iterable[str | Path] = (), *, builtin: bool = Tru
 
 @lru_cache(maxsize=1)
 def _load_builtin() -> PlaybookSet:
-    # The shipped trees are schema-checked by the test suite and `llmdoctor playbook validate`; at run time
+    # The shipped files are schema-checked by the test suite and `llmdoctor playbook validate`; at run time
     # only the cheap cross-checks run (the JSON Schema pass costs ~0.3 s of every command's start-up), and the
-    # result is kept between runs as plain data (doctor.datacache: ~40 ms of YAML saved per run).
+    # result is kept between runs as plain data (doctor.datacache: the YAML of ~100 files is parsed once).
     from doctor.datacache import cached
 
     def build() -> dict[str, Any]:
@@ -114,19 +127,28 @@ def _load_builtin() -> PlaybookSet:
         if errors:  # a broken shipped playbook is our bug, but it must still read as one line
             raise InputError(errors[0])
         return {"playbooks": [asdict(p) for p in pbset.playbooks.values()],
-                "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps]}
+                "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps],
+                "facts": [asdict(f) for f in pbset.facts.values()]}
 
-    # the loader's own file is a source too: its dataclasses decide the shape of the cached data
-    data = cached("playbooks", [*_playbook_files(builtin_dir()), Path(__file__)], build)
+    # the loader's own files are sources too: they decide the shape of the cached data and what is generated
+    here = Path(__file__).parent
+    data = cached("playbooks", [*_all_files(builtin_dir()), Path(__file__), here / "lognodes.py",
+                                here / "registry.py"], build)
     return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
                        causes={c["id"]: Cause(**{**c, "evidence": tuple(c["evidence"]),
-                                                 "log_signatures": tuple(c["log_signatures"])})
+                                                 "log_signatures": tuple(c["log_signatures"]),
+                                                 "cases": tuple(c["cases"])})
                                for c in data["causes"]},
-                       traps=[Trap(**t) for t in data["traps"]])
+                       traps=[Trap(**t) for t in data["traps"]],
+                       facts={f["key"]: FactSpec(**f) for f in data["facts"]})
 
 
-def _playbook_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+def _yaml_files(directory: Path) -> list[Path]:
+    return sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+
+
+def _all_files(directory: Path) -> list[Path]:
+    return [*_yaml_files(directory), *_yaml_files(directory / CAUSES_DIR), *_yaml_files(directory / FACTS_DIR)]
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:
@@ -139,77 +161,172 @@ def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[s
 def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, list[str]]:
     pbset = PlaybookSet()
     errors: list[str] = []
+    names: list[tuple[str, str]] = []  # (fact key, file:line) for every fact a file names
+    present = []
     for directory in dirs:
         if not directory.is_dir():
             errors.append(f"{directory}: not a directory of playbooks")
-            continue
-        files = _playbook_files(directory)
-        if not files:
-            errors.append(f"{directory}: no *.yaml playbooks in it")
-        # Causes first, so trees in the same directory can name causes defined beside them.
-        for path in sorted(files, key=lambda p: (p.name != CAUSES_FILE, p.name != TRAPS_FILE, p.name)):
-            try:
-                _load_file(path, pbset, errors, schema=schema)
-            except InputError as exc:
-                errors.append(str(exc))
+        elif not _all_files(directory):
+            errors.append(f"{directory}: no *.yaml playbooks in it (trees, causes/<id>.yaml or facts/*.yaml)")
+        else:
+            present.append(directory)
+        if (directory / LEGACY_CAUSES_FILE).is_file():
+            errors.append(f"{directory / LEGACY_CAUSES_FILE}: causes now live one per file, as "
+                          f"{directory / CAUSES_DIR}/<cause-id>.yaml (docs/playbooks.md); this file is not read")
+    # The registry first, then the causes, then the trees: a tree may name facts and causes from any directory.
+    # Fact names are the code's: the built-in registry applies even when only the user's trees are loaded.
+    registries = present if builtin_dir() in dirs else [builtin_dir(), *present]
+    steps = [(FACTS_DIR, "facts"), (CAUSES_DIR, "cause"), ("", "traps"), ("", "playbook")]
+    for sub, kind in steps:
+        for directory in registries if kind == "facts" else present:
+            for path in _yaml_files(directory / sub):
+                if kind in ("traps", "playbook") and (path.name == TRAPS_FILE) != (kind == "traps"):
+                    continue
+                if path.name == LEGACY_CAUSES_FILE and not sub:
+                    continue
+                try:
+                    _load_file(path, kind, pbset, errors, names, schema=schema)
+                except InputError as exc:
+                    errors.append(str(exc))
+    errors.extend(_generate_log_nodes(pbset))
+    if pbset.facts:
+        registry = pbset.registry
+        errors.extend(f"{where}: {problem}" for key, where in names if (problem := registry.unknown(key)))
     return pbset, errors
 
 
-def _load_file(path: Path, pbset: PlaybookSet, errors: list[str], *, schema: bool = True) -> None:
+def _load_file(path: Path, kind: str, pbset: PlaybookSet, errors: list[str], names: list[tuple[str, str]], *,
+               schema: bool = True) -> None:
     from doctor.inio import read_capped
 
     data, node = load_yaml(read_capped(path, limit=MAX_YAML_BYTES, label=str(path)), str(path))
-    kind = {CAUSES_FILE: "causes", TRAPS_FILE: "traps"}.get(path.name, "playbook")
     if schema:
         from doctor.playbook import schema as schemas
 
-        rules = {"causes": schemas.CAUSES_SCHEMA, "traps": schemas.TRAPS_SCHEMA,
+        rules = {"facts": schemas.FACTS_SCHEMA, "cause": schemas.CAUSE_SCHEMA, "traps": schemas.TRAPS_SCHEMA,
                  "playbook": schemas.PLAYBOOK_SCHEMA}[kind]
         problems = _schema_errors(data, rules, node, path)
         if problems:
             errors.extend(problems)
             return
-    if kind == "causes":
-        for cause_id, body in data["causes"].items():
-            where = f"{path}:{line_of(node, ['causes', cause_id])}"
-            if cause_id in pbset.causes:
-                errors.append(f"{where}: cause '{cause_id}' is already defined in {pbset.causes[cause_id].source}")
-                continue
-            pbset.causes[cause_id] = Cause(
-                id=cause_id, title=body["title"], severity=body["severity"], what=body["what"].strip(),
-                why=body["why"].strip(), fix={k: v.strip() for k, v in body["fix"].items()}, ref=body["ref"],
-                evidence=tuple(body.get("evidence", ())),
-                source=where, log_signatures=tuple(body.get("log_signatures", ())),
-                behaviour=dict(body.get("behaviour") or {}),
-            )
-            for index, sig in enumerate(body.get("log_signatures", ())):
-                try:
-                    re.compile(sig["pattern"])
-                except re.error as exc:
-                    errors.append(f"{path}:{line_of(node, ['causes', cause_id, 'log_signatures', index])}: "
-                                  f"log_signatures pattern: not a valid regular expression: {exc}")
+    if kind == "facts":
+        _load_facts(path, data, node, pbset, errors)
+    elif kind == "cause":
+        _load_cause(path, data, node, pbset, errors, names)
     elif kind == "traps":
         for item in data["traps"]:
             pbset.traps.append(Trap(item["id"], item["metric"], item.get("engine", "any"), item["why"].strip(),
                                     item["instead"].strip(), item.get("ref", "")))
     else:
-        symptom = data["symptom"]
-        if path.stem != symptom:
-            errors.append(f"{path}:{line_of(node, ['symptom'])}: symptom '{symptom}' must match the file name "
-                          f"'{path.stem}'")
-            return
-        if symptom in pbset.playbooks:
-            errors.append(f"{path}: symptom '{symptom}' is already defined in {pbset.playbooks[symptom].source}")
-            return
-        errors.extend(_semantic_errors(data, node, path))
-        for cause_id, location in _causes_in(data["tree"], ["tree"]):
-            if cause_id not in pbset.causes:
-                errors.append(f"{path}:{line_of(node, location)}: cause '{cause_id}' is not defined in a "
-                              f"{CAUSES_FILE} (built-in or beside this playbook)")
-        pbset.playbooks[symptom] = Playbook(
-            symptom=symptom, title=data["title"], tree=data["tree"], description=data.get("description", "").strip(),
-            aliases=tuple(data.get("aliases", ())), applies_when=data.get("applies_when"), source=str(path),
-        )
+        _load_tree(path, data, node, pbset, errors, names)
+
+
+def _load_facts(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet, errors: list[str]) -> None:
+    for index, item in enumerate(data["facts"]):
+        where = f"{path}:{line_of(node, ['facts', index])}"
+        key = item["key"]
+        if key.split(".")[0] != path.stem:
+            errors.append(f"{where}: fact '{key}' belongs in {path.parent}/{key.split('.')[0]}.yaml")
+            continue
+        if key in pbset.facts:
+            errors.append(f"{where}: fact '{key}' is already registered in {pbset.facts[key].source}")
+            continue
+        pbset.facts[key] = FactSpec(key=key, type=item["type"], producer=item["producer"], learnt=item["learnt"],
+                                    meaning=" ".join(item["meaning"].split()), unit=item.get("unit", ""),
+                                    signals=item.get("signals", ""), source=where)
+
+
+def _load_cause(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet, errors: list[str],
+                names: list[tuple[str, str]]) -> None:
+    cause_id = data["id"]
+    where = f"{path}:{line_of(node, ['id'])}"
+    if path.stem != cause_id:
+        errors.append(f"{where}: cause '{cause_id}' must match the file name '{path.stem}'")
+        return
+    if cause_id in pbset.causes:
+        errors.append(f"{where}: cause '{cause_id}' is already defined in {pbset.causes[cause_id].source}")
+        return
+    pbset.causes[cause_id] = Cause(
+        id=cause_id, title=data["title"], severity=data["severity"], what=data["what"].strip(),
+        why=data["why"].strip(), fix={k: v.strip() for k, v in data["fix"].items()}, ref=data["ref"],
+        evidence=tuple(data.get("evidence", ())), source=where,
+        log_signatures=tuple(data.get("log_signatures", ())), behaviour=dict(data.get("behaviour") or {}),
+        log_node=dict(data.get("log_node") or {}), cases=tuple(data.get("cases", ())),
+    )
+    for index, sig in enumerate(data.get("log_signatures", ())):
+        if "pattern" not in sig:
+            continue
+        try:
+            re.compile(sig["pattern"])
+        except re.error as exc:
+            errors.append(f"{path}:{line_of(node, ['log_signatures', index])}: "
+                          f"log_signatures pattern: not a valid regular expression: {exc}")
+    from doctor.playbook.template import placeholders
+
+    at = lambda *location: f"{path}:{line_of(node, list(location))}"  # noqa: E731 - a short local alias
+    for field_name in ("title", "what", "why"):
+        names.extend((key, at(field_name)) for key in placeholders(data[field_name]))
+    for engine, text in data["fix"].items():
+        names.extend((key, at("fix", engine)) for key in placeholders(text))
+    names.extend((key, at("evidence", i)) for i, key in enumerate(data.get("evidence", ())))
+    names.extend((cond["fact"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), []))
+    names.extend((cond["ref"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), [])
+                 if "ref" in cond)
+    for i, case in enumerate(data.get("cases", ())):
+        for part in ("facts", "negative"):
+            names.extend((key, at("cases", i, part, key)) for key in case.get(part) or {})
+        names.extend((key, at("cases", i, "evidence", j)) for j, key in enumerate(case.get("evidence", ())))
+
+
+def _load_tree(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet, errors: list[str],
+               names: list[tuple[str, str]]) -> None:
+    symptom = data["symptom"]
+    if path.stem != symptom:
+        errors.append(f"{path}:{line_of(node, ['symptom'])}: symptom '{symptom}' must match the file name "
+                      f"'{path.stem}'")
+        return
+    if symptom in pbset.playbooks:
+        errors.append(f"{path}: symptom '{symptom}' is already defined in {pbset.playbooks[symptom].source}")
+        return
+    errors.extend(_semantic_errors(data, node, path))
+    for location, cond in _conditions(data, []):
+        where = f"{path}:{line_of(node, location)}"
+        names.append((cond["fact"], where))
+        if "ref" in cond:
+            names.append((cond["ref"], where))
+    for cause_id, location in _causes_in(data["tree"], ["tree"]):
+        if cause_id not in pbset.causes:
+            errors.append(f"{path}:{line_of(node, location)}: cause '{cause_id}' is not defined in a "
+                          f"{CAUSES_DIR}/{cause_id}.yaml (built-in or beside this playbook)")
+    pbset.playbooks[symptom] = Playbook(
+        symptom=symptom, title=data["title"], tree=data["tree"], description=data.get("description", "").strip(),
+        aliases=tuple(data.get("aliases", ())), applies_when=data.get("applies_when"), source=str(path),
+    )
+
+
+def _generate_log_nodes(pbset: PlaybookSet) -> list[str]:
+    """Put each cause's log-signature node into its symptom's tree (lognodes.py); errors for bad references."""
+    from doctor.playbook import lognodes
+
+    errors: list[str] = []
+    by_symptom: dict[str, list[dict[str, Any]]] = {}
+    for cause in pbset.causes.values():
+        if not cause.log_signatures:
+            continue
+        symptom = cause.log_node.get("symptom", lognodes.DEFAULT_SYMPTOM)
+        missing = [c for c in cause.log_node.get("yields_to", ()) if c not in pbset.causes]
+        if symptom not in pbset.playbooks:  # the default tree is absent only in a set without the built-ins
+            if "symptom" in cause.log_node:
+                errors.append(f"{cause.source}: log_node.symptom: no symptom tree '{symptom}'")
+        elif missing:
+            errors.append(f"{cause.source}: log_node.yields_to: no such cause {', '.join(missing)}")
+        else:
+            by_symptom.setdefault(symptom, []).append(lognodes.log_node(cause.id, cause.log_node))
+    for symptom, playbook in list(pbset.playbooks.items()):
+        nodes = by_symptom.get(symptom, [])
+        if nodes or any(n.get("generate") for n in playbook.tree):
+            pbset.playbooks[symptom] = Playbook(**{**asdict(playbook), "tree": lognodes.place(playbook.tree, nodes)})
+    return errors
 
 
 def _schema_errors(data: Any, rules: dict[str, Any], node: Any, path: Path) -> list[str]:
@@ -227,15 +344,12 @@ def _schema_errors(data: Any, rules: dict[str, Any], node: Any, path: Path) -> l
 
 
 def _semantic_errors(data: dict[str, Any], node: Any, path: Path) -> list[str]:
-    """What the schema cannot say: regexes compile, facts live in known namespaces, ops have their value."""
+    """What the schema cannot say: regexes compile, ops have their value (fact names: the registry's check)."""
+    from doctor.playbook.schema import VALUE_OPS
+
     out: list[str] = []
     for location, cond in _conditions(data, []):
         where = f"{path}:{line_of(node, location)}"
-        namespace = cond["fact"].split(".")[0]
-        if namespace not in NAMESPACES:
-            out.append(f"{where}: fact '{cond['fact']}': unknown namespace '{namespace}' "
-                       f"(one of: {', '.join(NAMESPACES)})")
-        from doctor.playbook.schema import VALUE_OPS
 
         if cond["op"] in VALUE_OPS and "value" not in cond and "ref" not in cond:
             out.append(f"{where}: op '{cond['op']}' needs a 'value' or a 'ref'")

@@ -28,6 +28,11 @@ _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|(gib|pct
 _FIELD = re.compile(r"<([A-Za-z0-9_|]+)>")
 
 
+def placeholders(template: str) -> list[str]:
+    """The fact keys a template reads (the loader checks them against the fact registry)."""
+    return [m.group(1) for m in _PLACEHOLDER.finditer(template)]
+
+
 def render(template: str, facts: Facts) -> str:
     def _sub(m: re.Match[str]) -> str:
         key, shape, flt, arg = m.group(1), m.group(2), m.group(3), m.group(4)

@@ -102,7 +102,7 @@ print(json.dumps(out))
 
 def test_the_context_length_rule_is_sglangs_own() -> None:
     """doctor/engines/sglang_maxlen.py against SGLang's get_context_length itself, on every real config.json in
-    ../shared/fixtures/configs (the text config of a multimodal model, as SGLang's hf_text_config)."""
+    fixtures/configs (the text config of a multimodal model, as SGLang's hf_text_config)."""
     configs = SHARED_FIXTURES / "configs"
     if not configs.is_dir():
         unavailable(f"real configs not found at {configs}")

@@ -12,7 +12,7 @@ EntryNotFound / RevisionNotFound to its exceptions), the way the real Hub answer
 * a repo that does not exist: 401 ``X-Error-Code: RepoNotFound`` (the Hub hides private repos that way);
 * a file that does not exist: 404 ``X-Error-Code: EntryNotFound``.
 
-File contents are real configs read in place (``../shared/fixtures/configs``) and *scenario* safetensors
+File contents are real configs read in place (``fixtures/configs``) and *scenario* safetensors
 files made here: a real safetensors header (what the ``safetensors`` format defines: 8-byte little-endian
 length, JSON of dtype/shape/data_offsets) and no tensor data. The declared size is header + the offsets'
 end, as the real file's; a range inside the header returns the header's bytes, a range past it zeros. A GET
@@ -231,7 +231,7 @@ def config_repo(config: Path, *, gated: bool = False, extra: dict[str, HubFile] 
 
 
 def repo_id_of(fixture: Path) -> str:
-    """``Qwen__Qwen3-8B.json`` → ``Qwen/Qwen3-8B`` (how ../shared/fixtures/configs names its files)."""
+    """``Qwen__Qwen3-8B.json`` → ``Qwen/Qwen3-8B`` (how fixtures/configs names its files)."""
     return fixture.stem.removesuffix(".reconstructed").replace("__", "/", 1)
 
 

@@ -1,4 +1,4 @@
-"""History for a private Prometheus built from one REAL /metrics scrape (../shared/fixtures/metrics).
+"""History for a private Prometheus built from one REAL /metrics scrape (fixtures/metrics).
 
 A scrape is one instant; alerts need minutes. The history here is a SCENARIO derived from the real values:
 gauges hold the scraped value throughout; counters (``_total``, ``_count``, ``_sum``, ``_bucket``) climb

@@ -24,7 +24,7 @@ SCENARIOS = ROOT / "fixtures" / "scenarios"
 
 
 def vllm_routes(metrics: Path) -> dict[str, Response]:
-    """A vLLM server replaying a /metrics scrape (a real one from ../shared, read in place) with the scenario
+    """A vLLM server replaying a /metrics scrape (a real one from fixtures/metrics) with the scenario
     /version and /v1/models bodies of fixtures/scenarios."""
     return {"/version": Response(file=SCENARIOS / "vllm_version.json", content_type=JSON),
             "/v1/models": Response(file=SCENARIOS / "vllm_v1_models.json", content_type=JSON),
