@@ -12,10 +12,14 @@ from pathlib import Path
 
 from conftest import ROOT, run_cli
 
+from doctor.playbook.loader import load_playbooks
+
 PUBLIC = ROOT / "fixtures" / "logs" / "public"
 #: A real vLLM start-up log (fixtures/logs/public/SOURCES.md) whose override line no built-in cause names.
 OVERRIDE_LOG = PUBLIC / "vllm-kv-blocks-override.log"
 OVERRIDE_LINE = "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512"
+#: The real DeepSeek-R1 config.json (fixtures/configs/SOURCES.md).
+DEEPSEEK_R1 = ROOT / "fixtures" / "configs" / "deepseek-ai__DeepSeek-R1.json"
 
 
 def _user_cause(directory: Path) -> Path:
@@ -50,3 +54,121 @@ def test_a_cause_with_a_log_signature_is_one_new_file(tmp_path: Path) -> None:
     text = run_cli("check", "--playbooks", str(mine), "--log", str(OVERRIDE_LOG))
     assert "gpu-blocks-overridden-to-zero" in text.stdout
     assert run_cli("playbook", "validate", str(mine)).returncode == 0
+
+
+def test_a_typo_in_a_fact_name_fails_validation_with_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "my-kv.yaml").write_text(
+        "symptom: my-kv\ntitle: mine\ntree:\n  - when: {fact: metrics.kv_usgae, op: gt, value: 0.9}\n"
+        "    cause: kv-cache-exhausted\n")
+    result = run_cli("playbook", "validate", str(tmp_path))
+    assert result.returncode == 2
+    assert (f"{tmp_path / 'my-kv.yaml'}:4: fact 'metrics.kv_usgae' is not in the fact registry "
+            "(did you mean 'metrics.kv_usage'") in result.stderr + result.stdout
+    # and `check` refuses the directory the same way, before reading anything else: exit 2, one line
+    check = run_cli("check", "--playbooks", str(tmp_path), "--gpu", "H100")
+    assert check.returncode == 2 and "Traceback" not in check.stderr
+    assert "my-kv.yaml:4: fact 'metrics.kv_usgae'" in check.stderr
+
+
+def test_fact_names_in_cause_files_are_checked_too(tmp_path: Path) -> None:
+    """A template placeholder, an evidence entry and a case's facts are names like a tree condition's."""
+    mine = _user_cause(tmp_path / "mine")
+    path = mine / "causes" / "gpu-blocks-overridden-to-zero.yaml"
+    path.write_text(path.read_text().replace("evidence: [log.causes]", "evidence: [log.cuases]")
+                    + "cases:\n  - facts: {log.causes: [gpu-blocks-overridden-to-zero], lgo.started: true}\n"
+                      "    evidence: [log.causes]\n")
+    result = run_cli("playbook", "validate", str(mine))
+    assert result.returncode == 2
+    assert f"{path}:9: fact 'log.cuases' is not in the fact registry (did you mean 'log.causes'" in result.stderr
+    assert f"{path}:13: fact 'lgo.started'" in result.stderr
+
+
+def test_the_facts_doc_is_generated_from_the_registry() -> None:
+    from doctor.playbook.factdocs import facts_markdown
+
+    committed = (ROOT / "docs" / "facts.md").read_text()
+    assert committed == facts_markdown(load_playbooks()), (
+        "docs/facts.md is stale: run `llmdoctor playbook docs --facts -o docs/facts.md`")
+    assert "`workload.temperature`" in committed  # the hand-written page had missed it
+
+
+def test_every_fact_a_real_check_produces_is_registered() -> None:
+    """The registry covers what the code produces: every fact of a check over real inputs (a real config, a real
+    /metrics scrape, a real server log, a seed command) has its entry."""
+    registry = load_playbooks().registry
+    runs = [("--command", "python3 -m vllm.entrypoints.openai.api_server --model /data/DeepSeek-R1 "
+             "--enable-prefix-caching -tp 8", "--engine-version", "0.7.3", "--config", str(DEEPSEEK_R1),
+             "--gpu", "H200:8", "--context", "8192", "--temperature", "0.6"),
+            ("--metrics", str(ROOT / "fixtures" / "metrics" / "vllm_1.prom"), "--log",
+             str(PUBLIC / "vllm-cudagraph-capture-oom.log"))]
+    for args in runs:
+        doc = json.loads(run_cli("check", *args, "--format", "json").stdout)
+        unregistered = sorted(k for k in doc["facts"] if registry.spec(k) is None)
+        assert unregistered == [], f"facts without a registry entry (playbooks/facts/): {unregistered}"
+
+
+def test_alert_rule_facts_are_registered() -> None:
+    """The facts `llmdoctor rules` records in PromQL (doctor/report/promql.yaml) are registry facts too."""
+    import yaml
+
+    registry = load_playbooks().registry
+    data = yaml.safe_load((ROOT / "doctor" / "report" / "promql.yaml").read_text())
+    keys = [k for k in [*data["series"], *(k for label in data["labels"].values() for k in label.get("facts", {}))]
+            if "." in k]  # dotless entries are helper series (instance_host), not facts
+    assert len(keys) > 10
+    assert [k for k in keys if registry.spec(k) is None] == []
+
+
+def _read_by_causes(pbset) -> set[str]:
+    """Facts some cause reads: a tree condition on the path to it, its texts' placeholders, its evidence."""
+    from doctor.playbook.template import placeholders
+
+    read: set[str] = set()
+
+    def conditions(obj: object) -> None:
+        if isinstance(obj, dict):
+            if "fact" in obj and "op" in obj:
+                read.update(obj[k] for k in ("fact", "ref") if k in obj)
+            for value in obj.values():
+                conditions(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                conditions(value)
+
+    for playbook in pbset.playbooks.values():
+        conditions(playbook.tree)
+    for cause in pbset.causes.values():
+        read.update(cause.evidence)
+        for text in (cause.title, cause.what, cause.why, *cause.fix.values()):
+            read.update(placeholders(text))
+    return read
+
+
+def test_no_problem_fact_is_left_unwired() -> None:
+    """A fact the registry marks as signalling a problem (an engine behaviour, a limit, a fault) is read by a cause."""
+    pbset = load_playbooks()
+    read = _read_by_causes(pbset)
+    problems = [spec for spec in pbset.facts.values() if spec.signals == "problem"]
+    assert len(problems) > 10
+    unwired = sorted(spec.key for spec in problems if not any(pbset.registry.spec(k) is spec for k in read))
+    assert unwired == [], f"problem facts no cause reads: {unwired}"
+
+
+def test_a_derived_engine_limit_names_its_cause() -> None:
+    """The issue's example: vLLM 0.7.3 forces prefix caching off for MLA; low-cache-hit now says so, citing the
+    same wheel line the fact carries (it used to answer "No findings")."""
+    result = run_cli("check", "--command", "python3 -m vllm.entrypoints.openai.api_server --model /data/DeepSeek-R1 "
+                     "--enable-prefix-caching -tp 8", "--engine-version", "0.7.3", "--config", str(DEEPSEEK_R1),
+                     "--symptom", "low-cache-hit", "--format", "json")
+    doc = json.loads(result.stdout)
+    fact = doc["facts"]["engine.mla_prefix_caching_forced_off"]
+    assert fact["value"] is True and "vllm/config.py:3255-3263" in fact["source"]
+    found = {f["id"]: f for f in doc["findings"]}
+    assert "mla-prefix-caching-disabled" in found, sorted(found)
+    assert "vllm/config.py:3255-3263" in found["mla-prefix-caching-disabled"]["ref"]
+    assert "engine.mla_prefix_caching_forced_off" in {e["fact"] for e in found["mla-prefix-caching-disabled"]["evidence"]}
+    # from 0.8.1 on GPUs the release keeps prefix caching: no such finding
+    later = json.loads(run_cli("check", "--command", "vllm serve /data/DeepSeek-R1 --enable-prefix-caching -tp 8",
+                               "--engine-version", "0.8.1", "--config", str(DEEPSEEK_R1), "--symptom", "low-cache-hit",
+                               "--format", "json").stdout)
+    assert "mla-prefix-caching-disabled" not in {f["id"] for f in later["findings"]}

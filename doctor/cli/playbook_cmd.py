@@ -140,6 +140,7 @@ def validate_cmd(dirs: tuple[str, ...]) -> int:
 @playbook.command("docs", epilog="""\b
 Examples:
   llmdoctor playbook docs -o docs/causes.md
+  llmdoctor playbook docs --facts -o docs/facts.md
   llmdoctor playbook docs --playbooks ./my-playbooks > causes.md
 
 \b
@@ -148,13 +149,22 @@ left as it was).
 """)
 @playbooks_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
-def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None) -> int:
-    """Generate the causes reference (docs/causes.md) from the playbooks."""
+@click.option("--facts", "facts", is_flag=True,
+              help="The facts vocabulary (docs/facts.md, from the registry playbooks/facts/) instead of the causes.")
+def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None, facts: bool) -> int:
+    """Generate the causes reference (docs/causes.md), or with --facts the facts vocabulary (docs/facts.md)."""
     from doctor.outio import write_atomic
-    from doctor.playbook.docs import causes_markdown
     from doctor.playbook.loader import load_playbooks
 
-    text = causes_markdown(load_playbooks(playbook_dirs))
+    pbset = load_playbooks(playbook_dirs)
+    if facts:
+        from doctor.playbook.factdocs import facts_markdown
+
+        text = facts_markdown(pbset)
+    else:
+        from doctor.playbook.docs import causes_markdown
+
+        text = causes_markdown(pbset)
     if output:
         write_atomic(output, text)
     else:

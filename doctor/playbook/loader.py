@@ -85,6 +85,8 @@ class PlaybookSet:
     causes: dict[str, Cause] = field(default_factory=dict)
     traps: list[Trap] = field(default_factory=list)
     facts: dict[str, FactSpec] = field(default_factory=dict)
+    #: per registry namespace: its title and notes (docs/facts.md)
+    fact_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def registry(self) -> Registry:
@@ -128,7 +130,7 @@ def _load_builtin() -> PlaybookSet:
             raise InputError(errors[0])
         return {"playbooks": [asdict(p) for p in pbset.playbooks.values()],
                 "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps],
-                "facts": [asdict(f) for f in pbset.facts.values()]}
+                "facts": [asdict(f) for f in pbset.facts.values()], "fact_namespaces": pbset.fact_namespaces}
 
     # the loader's own files are sources too: they decide the shape of the cached data and what is generated
     here = Path(__file__).parent
@@ -140,7 +142,8 @@ def _load_builtin() -> PlaybookSet:
                                                  "cases": tuple(c["cases"])})
                                for c in data["causes"]},
                        traps=[Trap(**t) for t in data["traps"]],
-                       facts={f["key"]: FactSpec(**f) for f in data["facts"]})
+                       facts={f["key"]: FactSpec(**f) for f in data["facts"]},
+                       fact_namespaces=data["fact_namespaces"])
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -189,9 +192,8 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
                 except InputError as exc:
                     errors.append(str(exc))
     errors.extend(_generate_log_nodes(pbset))
-    if pbset.facts:
-        registry = pbset.registry
-        errors.extend(f"{where}: {problem}" for key, where in names if (problem := registry.unknown(key)))
+    registry = pbset.registry
+    errors.extend(f"{where}: {problem}" for key, where in names if (problem := registry.unknown(key)))
     return pbset, errors
 
 
@@ -222,6 +224,8 @@ def _load_file(path: Path, kind: str, pbset: PlaybookSet, errors: list[str], nam
 
 
 def _load_facts(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet, errors: list[str]) -> None:
+    pbset.fact_namespaces.setdefault(path.stem, {"title": data.get("title", f"{path.stem}.*"),
+                                                 "notes": " ".join(data.get("notes", "").split())})
     for index, item in enumerate(data["facts"]):
         where = f"{path}:{line_of(node, ['facts', index])}"
         key = item["key"]

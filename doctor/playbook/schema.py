@@ -178,6 +178,7 @@ FACTS_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "title": {"type": "string", "minLength": 1},
+        "notes": {"type": "string", "minLength": 1},
         "facts": {
             "type": "array",
             "items": {
@@ -185,7 +186,7 @@ FACTS_SCHEMA: dict[str, Any] = {
                 "required": ["key", "type", "producer", "learnt", "meaning"],
                 "additionalProperties": False,
                 "properties": {
-                    "key": {"type": "string", "pattern": r"^[a-z][a-z0-9_]*(\.([A-Za-z0-9_]+|\*))*$"},
+                    "key": {"type": "string", "pattern": r"^[a-z][a-z0-9_]*(\.[A-Za-z0-9_*]+)*$"},
                     "type": {"enum": list(FACT_TYPES)},
                     "unit": {"type": "string"},
                     "producer": {"type": "string", "minLength": 1},
