@@ -49,6 +49,9 @@ def derive_all(facts: Facts) -> Facts:
     derive_capacity(facts)
     derive_kv_override(facts)
     derive_mem_fraction_picked(facts)
+    from doctor.engines.refusals import derive_refused_values
+
+    derive_refused_values(facts)
     return facts
 
 
