@@ -116,7 +116,7 @@ def phases(endpoint: str) -> list[tuple[str, float]]:
     from doctor.probes.base import ProbeOptions, Target
     from doctor.probes.runner import run_probes
     from doctor.render.check import check_text  # noqa: F401 - imported as the CLI does
-    from doctor.sources import OfflineInputs, gather
+    from doctor.sources.offline import OfflineInputs, gather
 
     out = []
     start = time.perf_counter()

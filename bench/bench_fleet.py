@@ -29,7 +29,7 @@ def main() -> int:
 
     from support.multiport import MultiPortServer
 
-    from doctor.fleet import load_targets, run_fleet
+    from doctor.commands.fleet import load_targets, run_fleet
 
     scenarios = ROOT / "fixtures" / "scenarios"
     metrics = ROOT / "fixtures" / "metrics" / "vllm_1.prom"

@@ -39,8 +39,9 @@ def _cli() -> list[str]:
 
 def in_process(configs: list[str], repeat: int) -> list[float]:
     sys.path.insert(0, str(ROOT))
-    from doctor.cli.inspect_cmd import build_report, render_text
+    from doctor.commands.inspect import build_report
     from doctor.model.resolve import model_card
+    from doctor.render.inspect import render_text
 
     times = []
     for _ in range(repeat):

@@ -19,8 +19,8 @@ def main() -> int:
     t0 = time.perf_counter()
     from bench_command import variants
 
-    from doctor.lint import lint
-    from doctor.sources import OfflineInputs
+    from doctor.commands.lint import lint
+    from doctor.sources.offline import OfflineInputs
 
     commands = variants(1000)
     lint(OfflineInputs(command=commands[0][0], engine_version=commands[0][1]))  # warm: catalogs, playbooks

@@ -39,10 +39,10 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("COLUMNS", "100")
 
-    from doctor.check import CheckOptions, run_check
+    from doctor.commands.check import CheckOptions, run_check
     from doctor.redact import redact_shapes
     from doctor.render.check import check_markdown, check_text
-    from doctor.sources import OfflineInputs
+    from doctor.sources.offline import OfflineInputs
 
     runs = {"example:vllm-kv-full": run_check(CheckOptions(snapshot="example:vllm-kv-full"))}
     for scrape in sorted(METRICS.glob("*.prom")) if METRICS.is_dir() else []:

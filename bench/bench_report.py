@@ -61,8 +61,8 @@ def main() -> None:
 
     from support.prometheus import PrivatePrometheus
 
+    from doctor.render.report_html import html_report
     from doctor.report.pipeline import ReportOptions, run
-    from doctor.report.render_html import html_report
 
     end = prepare(args.keep, args.copies, args.hours, args.step)
     with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=args.keep / "data") as prom:

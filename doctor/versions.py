@@ -90,3 +90,8 @@ def extract_version(text: str) -> str | None:
     """The version inside an image tag or version string (``v0.13.0-cu129`` → ``0.13.0``), else None."""
     match = _EMBEDDED.search(text)
     return match.group(1) if match else None
+
+
+def orderable_version(version: Any) -> str | None:
+    """``version`` as text when it can be ordered (release rules compare it), else None ("latest", "nightly")."""
+    return str(version) if version and version_key(version) is not None else None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared
 
+from doctor.commands.lint import lint
 from doctor.engines.catalog import (
     annotate_since,
     available,
@@ -26,8 +27,7 @@ from doctor.engines.catalog import (
     load_catalog,
 )
 from doctor.engines.command import parse_command
-from doctor.lint import lint
-from doctor.sources import OfflineInputs
+from doctor.sources.offline import OfflineInputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ is not an installed package
 from tools.gen_catalog import shipped_versions  # noqa: E402
@@ -215,7 +215,7 @@ def test_sglang_dsa_on_sm120_with_the_version_unknown_names_the_releases() -> No
 
 
 def test_fix_spelling_with_the_version_unknown_is_valid_on_every_release() -> None:
-    from doctor.sources import spelling_facts
+    from doctor.derive.spelling import spelling_facts
 
     cmd = parse_command("python -m sglang.launch_server --model-path m --tp-size 8")
     spelling = spelling_facts(cmd).get("engine.dp_attention_flags")

@@ -97,7 +97,7 @@ CASES = _cases()
 def _explain_cases() -> list[tuple[str, int, frozenset[str]]]:
     """lint's flag explanations (doctor/engines/explain.yaml): each case's text, with what its `when` guarantees,
     the flag's own fact (the flag is in the command) and the engine (a command was read)."""
-    from doctor.lint import EXPLAIN_PATH
+    from doctor.commands.lint import EXPLAIN_PATH
     from doctor.yamlsafe import load_packaged
 
     out = []
@@ -117,8 +117,8 @@ def _real_scenarios() -> tuple[Facts, ...]:
     """The facts of real inputs, one scenario each: every scrape, config (alone and with GPUs), GPU, seed
     command (alone and with a config and GPUs), server log and nvidia-smi reading — the shapes in which users
     hand inputs over."""
-    from doctor.check import CheckOptions, run_check
-    from doctor.sources import OfflineInputs
+    from doctor.commands.check import CheckOptions, run_check
+    from doctor.sources.offline import OfflineInputs
 
     configs = sorted((SHARED_FIXTURES / "configs").glob("*.json"))
     seeds = [v for k, v in vars(seed_commands).items() if k.startswith("SEED_") and isinstance(v, str)]
@@ -140,11 +140,11 @@ def _real_scenarios() -> tuple[Facts, ...]:
 #: Facts one derivation sets together, for keys no real fixture produces (they need a GPU host, a second scrape
 #: or an active probe): what the path guarantees, the derivation guarantees too.
 DERIVED_TOGETHER = {
-    "capacity.ratio": ("capacity.measured_tokens", "capacity.measured_source",  # doctor/derive.py derive_capacity
+    "capacity.ratio": ("capacity.measured_tokens", "capacity.measured_source",  # doctor/derive/analyzers.py derive_capacity
                        "capacity.expected_tokens"),
-    "gpu.util_max": ("gpu.util",),  # doctor/derive.py derive_gpu_balance
-    "metrics.running_per_ep_rank": ("metrics.running", "launch.ep"),  # doctor/derive.py derive_ep_load
-    "launch.misaligned_chunks": ("engine.block_size",),  # doctor/derive.py derive_misaligned_chunks
+    "gpu.util_max": ("gpu.util",),  # doctor/derive/analyzers.py derive_gpu_balance
+    "metrics.running_per_ep_rank": ("metrics.running", "launch.ep"),  # doctor/derive/analyzers.py derive_ep_load
+    "launch.misaligned_chunks": ("engine.block_size",),  # doctor/derive/analyzers.py derive_misaligned_chunks
 }
 
 
@@ -211,7 +211,7 @@ def test_cause_renders_with_only_the_facts_its_path_guarantees(cause_id: str, sy
                          ids=[f"{k}#{i}:{'+'.join(_keys(w))}" for k, i, w in EXPLAIN_CASES])
 def test_flag_explanation_renders_with_only_the_facts_its_case_guarantees(key: str, index: int,
                                                                           known: frozenset[str]) -> None:
-    from doctor.lint import EXPLAIN_PATH
+    from doctor.commands.lint import EXPLAIN_PATH
     from doctor.yamlsafe import load_packaged
 
     text = render(load_packaged(EXPLAIN_PATH)[key]["cases"][index]["why"], _real_facts(known))

@@ -24,7 +24,7 @@ from conftest import ROOT, SHARED_FIXTURES
 from support.httpserver import HTML, JSON, PROM, LocalServer, Response
 from support.multiport import MultiPortServer
 
-from doctor.fleet import TargetSpec, run_fleet
+from doctor.commands.fleet import TargetSpec, run_fleet
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 MB = 1 << 20
@@ -176,7 +176,8 @@ def test_fleet_of_500_healthy_slow_and_dead_endpoints_is_bounded() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_fleet_renderers_over_mixed_results(fmt: str, tmp_path: Path) -> None:
-    from doctor.fleet import fleet_markdown, fleet_text, load_targets
+    from doctor.commands.fleet import load_targets
+    from doctor.render.fleet import fleet_markdown, fleet_text
 
     with MultiPortServer({}, healthy=0, slow=1, dead=1, slow_delay=0.1) as srv:
         path = tmp_path / "fleet.yaml"

@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT, SHARED_FIXTURES, requires_shared, run_cli
 from support.multiport import MultiPortServer
 
+from doctor.commands.fleet import load_targets, run_fleet
 from doctor.errors import InputError
-from doctor.fleet import load_targets, run_fleet
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 

@@ -2,7 +2,7 @@
 
 One property per parser, over arbitrary bytes/text and over mutations of real (or clearly labelled scenario)
 documents: config.json (doctor.model.config), /metrics (raw_from_text → interpret), /server_info (raw_from_body →
-interpret), playbook directories (doctor.playbook.loader), targets files (doctor.fleet.load_targets), snapshots
+interpret), playbook directories (doctor.playbook.loader), targets files (doctor.commands.fleet.load_targets), snapshots
 (read_snapshot → replay → the whole check pipeline), --gpu, --endpoint and the size/token units. Errors are one
 line and name the input; whatever is produced serialises as strict JSON (no NaN/Infinity, which `--format json`
 consumers cannot read). The launch-command parser has its own properties in tests/test_command_properties.py;
@@ -53,9 +53,10 @@ def facts_are_sane(facts: Facts) -> None:
 
 # ------------------------------------------------------------------------------------------ config.json
 def _config_through_inspect(path: Path) -> None:
-    from doctor.cli.inspect_cmd import build_report, render_text
+    from doctor.commands.inspect import build_report
     from doctor.model.architecture import analyze
     from doctor.model.config import load_config
+    from doctor.render.inspect import render_text
 
     try:
         loaded = load_config(str(path))
@@ -252,7 +253,7 @@ _TARGET = st.fixed_dictionaries({}, optional={
 @given(st.text(max_size=300) | st.lists(_TARGET | JSON_VALUES, max_size=4).map(json.dumps)
        | st.lists(_TARGET, max_size=4).map(lambda t: yaml.safe_dump({"targets": t})))
 def test_targets_file(text: str) -> None:
-    from doctor.fleet import load_targets
+    from doctor.commands.fleet import load_targets
     from doctor.probes.base import Target
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -279,7 +280,7 @@ def recorded_snapshot() -> dict:
 
     from doctor.probes.base import ProbeOptions, Target
     from doctor.probes.runner import run_probes
-    from doctor.snapshot import build_snapshot
+    from doctor.sources.snapshot import build_snapshot
 
     routes = {"/v1/models": Response(file=SCENARIOS / "sglang_v1_models.json", content_type=JSON),
               "/server_info": Response(file=SCENARIOS / "sglang_server_info.json", content_type=JSON),
@@ -299,7 +300,7 @@ def recorded_snapshot() -> dict:
                                                                   HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_snapshot_mutated_replays_or_is_refused(recorded_snapshot: dict, data: st.DataObject) -> None:
-    from doctor.check import CheckOptions, run_check
+    from doctor.commands.check import CheckOptions, run_check
 
     doc = data.draw(mutated(recorded_snapshot, 3))
     with tempfile.TemporaryDirectory() as tmp:
@@ -316,7 +317,7 @@ def test_snapshot_mutated_replays_or_is_refused(recorded_snapshot: dict, data: s
 @FAST
 @given(st.binary(max_size=300))
 def test_snapshot_any_bytes(data: bytes) -> None:
-    from doctor.snapshot import read_snapshot, replay
+    from doctor.sources.snapshot import read_snapshot, replay
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "snap.json"

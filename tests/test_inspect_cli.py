@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared, run_cli, shared_config
 
-from doctor.cli.inspect_cmd import build_report, render_text
+from doctor.commands.inspect import build_report
 from doctor.model.architecture import analyze
 from doctor.model.config import load_config
+from doctor.render.inspect import render_text
 
 # Scenario: a config of an architecture nobody ships, written for this test.
 UNKNOWN = {"_scenario": "test scenario, not a real checkpoint", "architectures": ["WarpDriveForCausalLM"],

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from doctor.facts import Facts
-from doctor.fit import derive_fit
+from doctor.model.fit import derive_fit
 
 VLLM = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --dtype fp8 --api-key sk-live-SECRETSECRET123"
 

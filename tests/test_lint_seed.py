@@ -20,8 +20,8 @@ from seed_commands import (
     SEED_QWEN35_MM,
 )
 
-from doctor.lint import lint
-from doctor.sources import OfflineInputs, Workload
+from doctor.commands.lint import lint
+from doctor.sources.offline import OfflineInputs, Workload
 
 # "Same Conditions, Different Architectures", GLM-5.2 line, as a command.
 GLM52_SAME_CONDITIONS = ("python3 -m sglang.launch_server --model nvidia/GLM-5.2-NVFP4 "

@@ -285,7 +285,7 @@ def test_the_excerpt_replays_to_the_same_facts(path: str) -> None:
     from doctor.redact import redact_obj
 
     reading = read_log_input(str(VLLM / path))
-    # a snapshot redacts its extra section once more (doctor/snapshot.py): nothing may be left to change
+    # a snapshot redacts its extra section once more (doctor/sources/snapshot.py): nothing may be left to change
     assert redact_obj(reading.excerpt) == reading.excerpt
     replayed = replay_excerpt(json.loads(json.dumps(reading.excerpt)))
     assert replayed.facts.to_dict() == reading.facts.to_dict()
@@ -462,11 +462,11 @@ def test_collector_prefixes_change_nothing(tmp_path: Path, wrap: str) -> None:
 @requires_shared
 def test_a_log_on_standard_input_is_read_once_per_run() -> None:
     """`check --active --log -` and `snapshot --log -` gather more than once; standard input can be read only
-    once, so every gather after the first must see the same log facts (doctor.check.with_log_read)."""
+    once, so every gather after the first must see the same log facts (doctor.commands.check.with_log_read)."""
     log = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "tools-hermes" / "server.log"
     script = (
-        "from doctor.check import with_log_read\n"
-        "from doctor.sources import OfflineInputs, gather\n"
+        "from doctor.commands.check import with_log_read\n"
+        "from doctor.sources.offline import OfflineInputs, gather\n"
         "offline = with_log_read(OfflineInputs(log='-'))\n"
         "for _ in range(2):\n"
         "    facts = gather(offline).facts\n"

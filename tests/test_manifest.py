@@ -18,7 +18,7 @@ from support.httpserver import LocalServer
 from support.serve import vllm_routes
 
 from doctor.errors import InputError
-from doctor.manifest import parse_manifest
+from doctor.sources.manifest import parse_manifest
 
 SECRET = "hf_scenario_literal_0123456789abcdef"
 

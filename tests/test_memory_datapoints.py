@@ -1,7 +1,7 @@
 """The memory model against KV cache sizes the engines logged in public threads (tests/data/kv_datapoints.yaml).
 
 Each data point is an excerpt of a real report (cited by URL); the model is llmdoctor's own path: the real config
-through doctor/model (KV layout per engine release, doctor/model/memory.py), the GPU catalog, doctor/fit.py.
+through doctor/model (KV layout per engine release, doctor/model/memory.py), the GPU catalog, doctor/model/fit.py.
 Two checks (see the table's header): `layout` predicts the tokens from the memory the engine logged; `full`
 predicts them from the catalog GPU, the utilization and llmdoctor's weights and non-KV estimate.
 
@@ -52,7 +52,7 @@ class Result:
 
 
 def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
-    from doctor.sources import model_facts_for
+    from doctor.sources.offline import model_facts_for
 
     flags = point["flags"]
     if "config_facts" in point:
@@ -64,8 +64,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
     card, facts = model_facts_for(name, kv_cache_dtype=flags.get("kv_cache_dtype"), engine=point["engine"],
                                   raw=raw, engine_version=point["version"], served=point.get("served"),
                                   launch_quantization=flags.get("quantization"))
-    # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources.py)
-    from doctor.sources import float32_facts, online_fp8_facts
+    # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources/offline.py)
+    from doctor.derive.precision import float32_facts, online_fp8_facts
 
     for key, flag in (("launch.quantization", "quantization"), ("launch.flags.dtype", "dtype"),
                       ("launch.kv_cache_dtype", "kv_cache_dtype")):
@@ -77,9 +77,9 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _layout(point: dict[str, Any]) -> Any:
-    """One engine instance's layout (doctor/fit.py), per GPU: a DP rank holds its own pool (vLLM -dp, SGLang's
+    """One engine instance's layout (doctor/model/fit.py), per GPU: a DP rank holds its own pool (vLLM -dp, SGLang's
     DP attention), experts split over ``ep``."""
-    from doctor.fit import Layout
+    from doctor.model.fit import Layout
 
     flags = point["flags"]
     tp, pp, dp, ep = flags.get("tp", 1), flags.get("pp", 1), flags.get("dp", 1), flags.get("ep", 1)
@@ -89,7 +89,7 @@ def _layout(point: dict[str, Any]) -> Any:
 
 
 def _per_gpu_bytes(point: dict[str, Any], facts: Any) -> float:
-    from doctor.fit import kv_bytes_per_token_per_gpu
+    from doctor.model.fit import kv_bytes_per_token_per_gpu
 
     per_gpu = kv_bytes_per_token_per_gpu(facts, _layout(point))
     assert per_gpu, point["id"]
@@ -143,7 +143,7 @@ def _gpu(point: dict[str, Any]) -> Any:
 
 
 def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
-    from doctor.fit import weights_per_gpu
+    from doctor.model.fit import weights_per_gpu
     from doctor.model.memory import non_kv_bytes, on_nvswitch
 
     flags, logged = point["flags"], point["logged"]
@@ -260,7 +260,7 @@ def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
     pads the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding
     lands within 1 % of the logged weights, and without the padding misses by > 7 %. From 0.11.0 an H100 runs the
     Triton backend (intermediate to 64: no padding for 2880), an A100 still Marlin, a B200 FlashInfer (assumed)."""
-    from doctor.fit import Layout, weights_per_gpu
+    from doctor.model.fit import Layout, weights_per_gpu
     from doctor.model.memory import mxfp4_padding_bytes
 
     point = next(p for p in datapoints() if p["id"] == "vllm-23278-gpt-oss-120b-h100-090")
@@ -320,7 +320,7 @@ def test_hybrid_state_follows_the_release() -> None:
     pool, so it is no longer non-KV memory. A model without recurrent state never gets the term."""
     from doctor.model.kvcache import state_bytes_per_sequence
     from doctor.model.memory import non_kv_bytes
-    from doctor.sources import model_facts_for
+    from doctor.sources.offline import model_facts_for
 
     path = SHARED_FIXTURES / "configs" / "ai21labs__Jamba-v0.1.json"
     card, _ = model_facts_for(str(path), kv_cache_dtype=None, engine="vllm",

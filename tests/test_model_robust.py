@@ -14,10 +14,11 @@ from conftest import SHARED_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from doctor.cli.inspect_cmd import build_report, render_text
+from doctor.commands.inspect import build_report
 from doctor.errors import InputError
 from doctor.model.architecture import analyze
 from doctor.model.config import EXAMPLES_DIR
+from doctor.render.inspect import render_text
 
 SOURCES = sorted(EXAMPLES_DIR.glob("*.json")) + [
     SHARED_FIXTURES / "configs" / name for name in (

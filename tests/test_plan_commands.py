@@ -1,5 +1,5 @@
 """The launch commands: spelled from each engine version's catalog, parsed back without a problem, and clean under
-`lint` (doctor.lint.lint with the config and the GPUs) for every real fixture config on four GPU setups."""
+`lint` (doctor.commands.lint.lint with the config and the GPUs) for every real fixture config on four GPU setups."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from doctor.commands.lint import lint
 from doctor.engines.catalog import load_catalog
-from doctor.lint import lint
 from doctor.plan.commands import option_name
 from doctor.render.plan import plan_markdown, plan_text
-from doctor.sources import OfflineInputs, Workload
+from doctor.sources.offline import OfflineInputs, Workload
 from tests.conftest import SHARED_FIXTURES, requires_shared
 from tests.test_plan_support import plan_for
 
@@ -100,7 +100,7 @@ def test_every_runnable_plan_lints_clean(gpu: str) -> None:
 
 @requires_shared
 def test_lint_computes_the_same_capacity_as_the_plan() -> None:
-    """One arithmetic (doctor/fit.py): lint's fit of the generated command equals the plan's, KV pool for KV pool."""
+    """One arithmetic (doctor/model/fit.py): lint's fit of the generated command equals the plan's, KV pool for KV pool."""
     for name, gpu in (("Qwen__Qwen3-32B.json", "8xH200"), ("deepseek-ai__DeepSeek-V3.json", "8xH200"),
                       ("Qwen__Qwen3.5-397B-A17B.json", "8xH200"), ("openai__gpt-oss-120b.json", "8xB300"),
                       ("meta-llama__Meta-Llama-3.1-405B.json", "16xH100")):

@@ -1,11 +1,11 @@
-"""doctor/fit.py as `plan` extended it: one LayoutFit behind derive_fit, SGLang's --attn-dp-size, and users per
+"""doctor/model/fit.py as `plan` extended it: one LayoutFit behind derive_fit, SGLang's --attn-dp-size, and users per
 KV pool from a sequence's bytes. Facts come from real launch commands and real configs."""
 
 from __future__ import annotations
 
 from doctor.facts import Facts
-from doctor.fit import Layout, derive_fit, fit_layout, layout_from_facts, mem_fraction
-from doctor.sources import command_facts, model_facts_for
+from doctor.model.fit import Layout, derive_fit, fit_layout, layout_from_facts, mem_fraction
+from doctor.sources.offline import command_facts, model_facts_for
 from tests.conftest import requires_shared, shared_config
 
 

@@ -12,15 +12,15 @@ import pytest
 from conftest import run_cli
 from support.httpserver import LocalServer
 
-from doctor.fleet import load_targets
+from doctor.commands.fleet import load_targets
 from doctor.playbook.loader import load_playbooks
+from doctor.render.report_html import html_report
+from doctor.render.report_text import markdown_report, text_summary
+from doctor.render.svg import line_chart
 from doctor.report.analysis import analyze, document, downsample, merge, thin
 from doctor.report.client import connect
 from doctor.report.collect import Collected, Observation, Window
 from doctor.report.promql import Selector, load_catalog
-from doctor.report.render_html import html_report
-from doctor.report.render_text import markdown_report, text_summary
-from doctor.report.svg import line_chart
 from doctor.report.targets import LiveResult, look
 
 END = 1_800_000_000.0
@@ -107,7 +107,7 @@ def test_merge_history_wins_for_metrics_live_for_launch() -> None:
 
 
 def test_targets_are_checked_as_check_does(tmp_path: Path) -> None:
-    """The hints of a target go through doctor.sources like `check --targets`; a target is matched to the
+    """The hints of a target go through doctor.sources.offline like `check --targets`; a target is matched to the
     Prometheus instance by its endpoint's host:port."""
     with LocalServer() as srv:  # answers 404 everywhere: reachable, but not an LLM server
         path = tmp_path / "t.yaml"

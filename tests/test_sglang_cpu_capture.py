@@ -19,7 +19,7 @@ import pytest
 from conftest import SHARED_FIXTURES, run_cli, shared_config
 from support.httpserver import JSON, PROM, LocalServer, Response
 
-from doctor.derive import derive_absent_counters
+from doctor.derive.analyzers import derive_absent_counters
 from doctor.facts import Facts
 from doctor.probes import metrics
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from support.httpserver import JSON, PROM, LocalServer, Response
 
-from doctor import snapshot
 from doctor.errors import InputError
 from doctor.probes.base import ProbeOptions, Target
 from doctor.probes.runner import run_probes
+from doctor.sources import snapshot
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
 SECRETS = ("sk-scenario-0123456789abcdef", "scenario-admin-secret-value", "pa55word", "sk-live-key-0123456789")

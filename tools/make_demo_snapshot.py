@@ -100,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from support.httpserver import JSON, PROM, LocalServer, Response
 
-    from doctor.check import snapshot_inputs
+    from doctor.commands.check import snapshot_inputs
     from doctor.probes.base import ProbeOptions, Target
     from doctor.probes.runner import run_probes
-    from doctor.snapshot import build_snapshot, write_snapshot
-    from doctor.sources import OfflineInputs
+    from doctor.sources.offline import OfflineInputs
+    from doctor.sources.snapshot import build_snapshot, write_snapshot
 
     routes = {"/version": Response(body=json.dumps(VERSION), content_type=JSON),
               "/v1/models": Response(body=json.dumps(MODELS), content_type=JSON),

@@ -154,7 +154,7 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
 def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
              engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
              nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
-    from doctor.sources import OfflineInputs, read_command_file
+    from doctor.sources.offline import OfflineInputs, read_command_file
 
     if command_text and command_file:
         raise InputError("give the launch command with --command or --command-file, not both")
@@ -198,8 +198,8 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
     also fill what live probes could not reach. Then every playbook whose entry conditions hold runs (or only
     --symptom's), and each finding shows its evidence chain and fix.
     """
-    from doctor.check import CheckOptions, run_check
-    from doctor.sources import Workload
+    from doctor.commands.check import CheckOptions, run_check
+    from doctor.sources.offline import Workload
 
     endpoint = _endpoint(target, endpoint)
     if targets_file:
@@ -237,7 +237,8 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
 
 def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
            fmt: str, fail_on: str) -> int:
-    from doctor.fleet import fleet_markdown, fleet_text, load_targets, run_fleet
+    from doctor.commands.fleet import load_targets, run_fleet
+    from doctor.render.fleet import fleet_markdown, fleet_text
 
     fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
     emit_document(fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
@@ -272,7 +273,7 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
     report or a postmortem. Secrets (API keys, tokens, passwords in URLs) are redacted before writing.
     """
-    from doctor.check import (
+    from doctor.commands.check import (
         active_results,
         served_model_inputs,
         snapshot_inputs,
@@ -281,8 +282,8 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     )
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
-    from doctor.snapshot import build_snapshot, write_snapshot
-    from doctor.sources import Workload
+    from doctor.sources.offline import Workload
+    from doctor.sources.snapshot import build_snapshot, write_snapshot
 
     endpoint = _endpoint(target, endpoint)
     if not endpoint:

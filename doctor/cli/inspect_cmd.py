@@ -8,21 +8,16 @@ KV/token, state/sequence, what one user at the chosen context costs), followed b
 from __future__ import annotations
 
 import json
-import math
-from typing import Any
 
 import click
 
 from doctor.cli.common import emit, format_option
 from doctor.cli.options import offline_option
-from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
-from doctor.model.card import ModelCard
-from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
-from doctor.model.units import format_bytes, format_count, format_tokens, parse_bytes, parse_tokens
+from doctor.errors import EXIT_OK, EXIT_USAGE
+from doctor.model.kvcache import ENGINES
+from doctor.model.units import parse_bytes, parse_tokens
 
-SCHEMA = "llmdoctor.inspect/1"
 _KV_CHOICES = ("auto", "bf16", "fp16", "fp8", "fp4")
-_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 EPILOG = """\b
@@ -61,7 +56,9 @@ def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: s
     weights) unless --offline or HF_HUB_OFFLINE=1 — or example:NAME for a bundled scenario. Weights are exact
     when the checkpoint's safetensors headers can be read (model.weight_source = safetensors), else estimated.
     """
+    from doctor.commands.inspect import build_report
     from doctor.model.resolve import model_card
+    from doctor.render.inspect import render_text
 
     tokens = parse_tokens(context)
     gpu = parse_bytes(gpu_mem) if gpu_mem else None
@@ -79,181 +76,3 @@ def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: s
                    "the card above is best-effort (model.known = false)", err=True)
         return EXIT_USAGE
     return EXIT_OK
-
-
-# -- the JSON document ---------------------------------------------------------------------------
-def build_report(card: ModelCard, *, kv_dtype: str = "auto", engine: str | None = None,
-                 context: int = 32768, gpu_mem: int | None = None) -> dict[str, Any]:
-    """The ``llmdoctor.inspect/1`` document (docs/inspect.md)."""
-    layout = kv_layout(card, kv_dtype, engine)
-    by_engine: dict[str, Any] = {}
-    for name in ENGINES:
-        try:
-            other = kv_layout(card, kv_dtype, name)
-        except InputError as exc:
-            by_engine[name] = {"error": str(exc)}
-            continue
-        by_engine[name] = {"bytes_per_token": other.bytes_per_token,
-                           "state_bytes_per_sequence": other.state_bytes_per_sequence,
-                           "bytes_per_sequence": other.bytes_per_sequence(context)}
-    card_dict = card.to_dict()
-    return {
-        "schema": SCHEMA,
-        **{k: card_dict[k] for k in ("model", "attention", "layers", "moe", "mtp_layers", "multimodal",
-                                     "modalities", "quantization", "quantization_detail")},
-        "kv_cache": _kv_dict(layout, context, by_engine),
-        "capacity": _capacity(card, layout, context, gpu_mem),
-        "evidence": card_dict["evidence"],
-        "notes": card_dict["notes"],
-    }
-
-
-def _kv_dict(layout: KVLayout, context: int, by_engine: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "engine": layout.engine,
-        "dtype": layout.kv_dtype,
-        "bytes_per_token": layout.bytes_per_token,
-        "growing_bytes_per_token": layout.growing_bytes_per_token,
-        "state_bytes_per_sequence": layout.state_bytes_per_sequence,
-        "mtp_bytes_per_token": layout.mtp_bytes_per_token,
-        "context": context,
-        "bytes_per_sequence": layout.bytes_per_sequence(context),
-        "components": [
-            {"label": c.label, "layers": c.layers, "bytes_per_token_per_layer": round(float(c.bytes_per_token), 4),
-             "window": c.window, "formula": c.formula} for c in layout.components],
-        "states": [{"label": s.label, "layers": s.layers, "bytes_per_sequence_per_layer": s.bytes_per_sequence,
-                    "formula": s.formula} for s in layout.states],
-        "by_engine": by_engine,
-    }
-
-
-def _capacity(card: ModelCard, layout: KVLayout, context: int, gpu_mem: int | None) -> dict[str, Any] | None:
-    if gpu_mem is None:
-        return None
-    per_seq = layout.bytes_per_sequence(context)
-    budget = gpu_mem - card.weight_bytes
-    return {
-        "gpu_memory_bytes": gpu_mem,
-        "weight_bytes": card.weight_bytes,
-        "kv_budget_bytes": max(budget, 0),
-        "context": context,
-        "bytes_per_sequence": per_seq,
-        "users": budget // per_seq if budget > 0 and per_seq else (None if budget <= 0 else 0),
-        "min_gpus_for_weights": math.ceil(card.weight_bytes / gpu_mem),
-    }
-
-
-# -- the text card -------------------------------------------------------------------------------
-def render_text(card: ModelCard, report: dict[str, Any]) -> str:
-    kv = report["kv_cache"]
-    lines = [_title(card)]
-    row = lines.append
-    row(f"  attention   {_attention_line(card)}")
-    row(f"  layers      {_layers_line(card)}")
-    if card.moe is not None:
-        m = card.moe
-        row(f"  experts     {m.experts} routed · {m.active} per token · "
-            + (f"{m.shared} shared" if m.shared else "no shared") + f" · {m.layers} MoE layers")
-    else:
-        row("  experts     dense (no routed experts)")
-    weights = format_bytes(card.weight_bytes)
-    quant = card.quantization.detail if card.quantization else card.dtype
-    exact = card.weight_source == "safetensors"
-    row(f"  params      {format_count(card.params)} total · {format_count(card.active_params)} active · "
-        f"weights {'=' if exact else '≈'} {weights} ({quant}; "
-        + ("safetensors headers)" if exact else "estimate from layer shapes)"))
-    row(f"  KV/token    {_kv_line(card, kv)}")
-    row(f"  state/seq   {_state_line(kv)}")
-    ctx = format_tokens(kv["context"])
-    row(f"  {ctx + ' ctx':<11} ≈ {format_bytes(kv['bytes_per_sequence'])} per user")
-    if report["capacity"] is not None:
-        row(f"  capacity    {_capacity_line(report['capacity'])}")
-    row(f"  multimodal  {' + '.join(card.modalities) if card.multimodal else 'no'}")
-    found = report.get("resolution")
-    if found is not None and found["origin"] != "example":
-        row(f"  found       {found['origin']}: {found['where']}")
-    lines.append("")
-    lines.append("Evidence")
-    lines.append(f"  - weights: {card.weight_detail}")
-    for item in report["evidence"]:
-        fields = ", ".join(f"{k}={_short(v)}" for k, v in item["fields"].items())
-        lines.append(f"  - {item['claim']}" + (f"  [{fields}]" if fields else ""))
-    for note in report["notes"]:
-        lines.append(f"  ! {note}")
-    return "\n".join(lines)
-
-
-def _title(card: ModelCard) -> str:
-    arch = ", ".join(card.architectures) or "no architectures field"
-    known = "" if card.known else "  [unknown architecture: best-effort]"
-    return f"{card.name} · {arch} ({card.model_type or 'no model_type'}){known}"
-
-
-def _attention_line(card: ModelCard) -> str:
-    kind = card.attention.upper()
-    if card.attention == "hybrid":
-        kind = f"HYBRID ({card.full_attention.upper()} + {card.states[0].label if card.states else 'linear'})"
-    if card.full_attention in ("mla", "dsa") and card.kv_lora_rank:
-        detail = (f"{card.attention_heads} query heads, one {card.head_dim}-wide latent per layer "
-                  f"(kv_lora_rank {card.kv_lora_rank} + rope {card.qk_rope_head_dim})")
-    elif card.full_attention == "dsa":
-        detail = f"{card.attention_heads} query heads, one {card.head_dim}-wide KV row (compressed + windowed)"
-    else:
-        detail = f"{card.attention_heads} query heads · {card.kv_heads} KV heads × head_dim {card.head_dim}"
-    if card.index_topk:
-        detail += f" · indexer top-{card.index_topk} on {card.layers.indexer} layers"
-    if card.sliding_window and card.layers.sliding:
-        detail += f" · sliding window {card.sliding_window}"
-    if card.chunk_size and card.layers.chunked:
-        detail += f" · chunked {card.chunk_size}"
-    return f"{kind} · {detail}"
-
-
-def _layers_line(card: ModelCard) -> str:
-    lay = card.layers
-    parts = [f"{lay.total} total", f"{lay.kv} hold KV"]
-    for count, what in ((lay.linear, "linear/SSM"), (lay.sliding, "sliding"), (lay.chunked, "chunked"),
-                        (lay.no_attention, "without attention")):
-        if count:
-            parts.append(f"{count} {what}")
-    if card.mtp_layers:
-        parts.append(f"+{card.mtp_layers} MTP")
-    return " · ".join(parts)
-
-
-def _kv_line(card: ModelCard, kv: dict[str, Any]) -> str:
-    line = f"{format_bytes(kv['bytes_per_token'])} at {kv['dtype']} ({_ENGINE_NAMES[kv['engine']]} layout)"
-    if kv["growing_bytes_per_token"] != kv["bytes_per_token"]:
-        line += f" · {format_bytes(kv['growing_bytes_per_token'])} beyond the windows"
-    if kv["mtp_bytes_per_token"]:
-        line += f" · +{format_bytes(kv['mtp_bytes_per_token'])} when MTP drafts"
-    other = {n: v for n, v in kv["by_engine"].items() if n != kv["engine"] and "bytes_per_token" in v}
-    for name, values in other.items():
-        if values["bytes_per_token"] != kv["bytes_per_token"]:
-            line += f" · {_ENGINE_NAMES[name]}: {format_bytes(values['bytes_per_token'])}"
-    return line
-
-
-def _state_line(kv: dict[str, Any]) -> str:
-    if not kv["states"]:
-        return "none (no linear/SSM layers)"
-    line = f"{format_bytes(kv['state_bytes_per_sequence'])} per sequence, any length"
-    for name, values in kv["by_engine"].items():
-        if name != kv["engine"] and values.get("state_bytes_per_sequence", kv["state_bytes_per_sequence"]) \
-                != kv["state_bytes_per_sequence"]:
-            line += f" · {_ENGINE_NAMES[name]}: {format_bytes(values['state_bytes_per_sequence'])}"
-    return line
-
-
-def _capacity_line(cap: dict[str, Any]) -> str:
-    gpu, weights = format_bytes(cap["gpu_memory_bytes"]), format_bytes(cap["weight_bytes"])
-    if cap["users"] is None:
-        return (f"weights {weights} do not fit one {gpu} GPU: shard over ≥ {cap['min_gpus_for_weights']} "
-                "GPUs before any KV")
-    return (f"one {gpu} GPU − {weights} weights leaves {format_bytes(cap['kv_budget_bytes'])} → "
-            f"≈ {cap['users']} users at {format_tokens(cap['context'])} (upper bound: no activation reserve)")
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= 60 else text[:59] + "…"

@@ -60,8 +60,8 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
     shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
-    from doctor.lint import lint as run_lint
-    from doctor.sources import OfflineInputs, Workload
+    from doctor.commands.lint import lint as run_lint
+    from doctor.sources.offline import OfflineInputs, Workload
 
     if manifest:
         text, gpu = manifest_inputs(manifest, bool(command or command_file), gpu)
@@ -82,7 +82,7 @@ def _command_text(words: tuple[str, ...], command_file: str | None) -> str | lis
     if command_file and words:
         raise InputError("give the command either as arguments or with --file, not both")
     if command_file:
-        from doctor.sources import read_command_file
+        from doctor.sources.offline import read_command_file
 
         return read_command_file(command_file, "--file")
     if len(words) == 1:

@@ -23,7 +23,7 @@ def manifest_option(f: F) -> F:
 def manifest_inputs(path: str, command_given: bool, gpu: str | None) -> tuple[str, str | None]:
     """The launch command and GPU from the manifest; what it could not tell goes to stderr, one line each."""
     from doctor.errors import InputError
-    from doctor.manifest import note_lines, read_manifest
+    from doctor.sources.manifest import note_lines, read_manifest
 
     if command_given:
         raise InputError("give the launch command or --manifest, not both")

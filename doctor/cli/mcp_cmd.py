@@ -1,4 +1,4 @@
-"""``llmdoctor mcp``: a Model Context Protocol server over stdio (doctor/mcp_server.py)."""
+"""``llmdoctor mcp``: a Model Context Protocol server over stdio (doctor/serve/mcp.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ Exit codes: 0 the client closed the session; 2 the mcp package is not installed.
 def mcp() -> int:
     """Serve llmdoctor's commands as MCP tools on stdin/stdout (for assistants in incident response)."""
     try:
-        from doctor.mcp_server import main
+        from doctor.serve.mcp import main
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "pydantic"):
             raise

@@ -93,7 +93,7 @@ def plan(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None
 def _from_manifest(path: str, gpu: str | None, engine: str, engine_version: str | None
                    ) -> tuple[str | None, str, str | None]:
     """The deployment's GPUs, and its engine and image version when --engine was left at both."""
-    from doctor.manifest import note_lines, read_manifest
+    from doctor.sources.manifest import note_lines, read_manifest
 
     launch = read_manifest(path)
     for line in note_lines(launch):

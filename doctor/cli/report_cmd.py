@@ -94,10 +94,10 @@ def _render(doc: dict, fmt: str, written: str | None = None) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=1) + "\n"
     if fmt == "html":
-        from doctor.report.render_html import html_report
+        from doctor.render.report_html import html_report
 
         return html_report(doc)
-    from doctor.report.render_text import markdown_report, text_summary
+    from doctor.render.report_text import markdown_report, text_summary
 
     return markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
 

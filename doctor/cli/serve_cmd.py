@@ -85,7 +85,7 @@ def serve(listen: str, targets_file: str | None, check_unlisted: bool, out_dir: 
     host, port = _listen(listen)
     targets = []
     if targets_file:
-        from doctor.fleet import load_targets
+        from doctor.commands.fleet import load_targets
 
         targets = load_targets(targets_file)
     out = Path(out_dir) if out_dir else None

@@ -417,13 +417,13 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
 
 
 def _mem_fraction(facts: Any) -> float | None:
-    from doctor.fit import mem_fraction
+    from doctor.model.fit import mem_fraction
 
     return mem_fraction(facts)
 
 
 def _ep(facts: Any) -> int:
-    from doctor.fit import layout_from_facts
+    from doctor.model.fit import layout_from_facts
 
     layout = layout_from_facts(facts)
     return layout.ep if layout is not None else 1

@@ -19,6 +19,20 @@ FP8_BLOCK = 1 + 4 / (128 * 128)
 MXFP4 = 0.5 + 1 / 32
 NVFP4 = 0.5 + 1 / 16
 
+#: Checkpoint quantization (model.quantization) → the --quantization values that load it. A value outside the
+#: list is a mismatch; an unquantized checkpoint accepts the online methods (vLLM quantizes BF16 to FP8 at load).
+QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
+    "fp8": ("fp8", "fbgemm_fp8", "modelopt", "w8a8_fp8", "compressed-tensors"),
+    "nvfp4": ("modelopt_fp4", "modelopt", "nvfp4", "compressed-tensors", "modelopt_mixed"),
+    "mxfp4": ("mxfp4", "quark"),
+    "awq": ("awq", "awq_marlin"),
+    "gptq": ("gptq", "gptq_marlin"),
+    "compressed-tensors": ("compressed-tensors",),
+    "bitsandbytes": ("bitsandbytes",),
+    "gguf": ("gguf",),
+    None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
+}
+
 #: Parts (see params.PARTS) that a pattern in an ignore list keeps unquantized.
 _IGNORE_HINTS = (
     ("shared_expert", "shared_experts"),

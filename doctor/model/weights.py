@@ -131,12 +131,12 @@ def plan_weights(card: ModelCard, requested: str, *, model_path: str | None) -> 
 def quantization_value(weights: WeightPlan, catalog: Catalog) -> str | None:
     """The --quantization value that loads these weights on this engine version (None: leave it unset).
 
-    The first loader of doctor/derive.py's QUANTIZATION_LOADERS table (the one lint checks against) that the
+    The first loader of doctor/model/quantization.py's QUANTIZATION_LOADERS table (the one lint checks against) that the
     catalog's choices accept; an unquantized 16-bit load needs none.
     """
     if weights.method is None or weights.special:
         return None
-    from doctor.derive import QUANTIZATION_LOADERS
+    from doctor.model.quantization import QUANTIZATION_LOADERS
 
     key = None if weights.online else weights.method
     loaders = QUANTIZATION_LOADERS.get(key, ())

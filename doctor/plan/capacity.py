@@ -1,6 +1,6 @@
 """Capacity of one layout: weights per GPU, the KV pool, and how many users of the context fit — per engine.
 
-The memory arithmetic is doctor/fit.py's (``fit_layout``), the same that `lint` and `check` run over a launch
+The memory arithmetic is doctor/model/fit.py's (``fit_layout``), the same that `lint` and `check` run over a launch
 command, so a plan and the lint of its own command cannot disagree. What this module adds is the per-sequence
 view: users = KV budget per GPU ÷ (one sequence's KV + state, at the GPU's share), with sliding/chunked layers
 capped at their window (doctor/model/kvcache.py ``bytes_per_sequence``), the inverse (the longest context N
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
-from doctor.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
 from doctor.model.card import ModelCard
+from doctor.model.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
 from doctor.model.kvcache import KVLayout, kv_layout
 from doctor.model.weights import WeightPlan
 
@@ -28,12 +28,12 @@ def default_fraction(engine: str, catalog: Catalog) -> tuple[float, str]:
     """The memory fraction the engine uses when the command does not set one, and where that comes from.
 
     vLLM's is the catalog's static default of --gpu-memory-utilization; SGLang computes its own at start-up,
-    for which doctor/fit.py's typical value stands in (the same value `lint` assumes).
+    for which doctor/model/fit.py's typical value stands in (the same value `lint` assumes).
     """
     default = (catalog.defaults.get("mem_fraction") or {}).get("default")
     if isinstance(default, (int, float)) and default > 0:
         return float(default), f"default of {engine} {catalog.version}"
-    return DEFAULT_MEM_FRACTION[engine], f"typical {engine} start-up value, doctor/fit.py DEFAULT_MEM_FRACTION"
+    return DEFAULT_MEM_FRACTION[engine], f"typical {engine} start-up value, doctor/model/fit.py DEFAULT_MEM_FRACTION"
 
 
 @dataclass(frozen=True)

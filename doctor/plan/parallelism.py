@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from doctor.fit import Layout
 from doctor.hardware.catalog import GpuModel
 from doctor.model.card import ModelCard
+from doctor.model.fit import Layout
 from doctor.model.units import format_bytes, format_tokens
 from doctor.plan.capacity import Capacity
 from doctor.plan.request import Demand

@@ -2,7 +2,7 @@
 
 Order of the work, each step a module of its own:
 request (options, --rps → users) → weights (checkpoint or --weights-dtype) → parallelism over candidate layouts,
-sized by capacity (doctor/fit.py arithmetic) → flags to set / to leave to the engine → the launch command from
+sized by capacity (doctor/model/fit.py arithmetic) → flags to set / to leave to the engine → the launch command from
 the engine version's catalog → the verdict: the playbooks over the command, the config and the GPUs.
 """
 

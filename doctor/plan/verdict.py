@@ -1,8 +1,8 @@
 """Does the plan run on this hardware? The playbooks answer, over the plan's own facts.
 
-The generated command, the config and the GPUs go through the same sources as `lint` (doctor/sources.py
+The generated command, the config and the GPUs go through the same sources as `lint` (doctor/sources/offline.py
 ``gather``); the planned weights replace the checkpoint's where --weights-dtype changed them; then
-doctor/derive.py and the playbooks run. The gating causes (dsa-unsupported-gpu, nvfp4-needs-blackwell,
+doctor/derive/analyzers.py and the playbooks run. The gating causes (dsa-unsupported-gpu, nvfp4-needs-blackwell,
 fp8-unsupported-gpu, model-does-not-fit, nvfp4-checkpoint-missing, amd-stack-unverified, …) are the findings of
 the launch-failure and hardware-fit trees: a critical one means it does not run, a warning that it runs degraded.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from doctor.findings import Finding
 from doctor.playbook.engine import Diagnosis
-from doctor.sources import Gathered, OfflineInputs, Workload
+from doctor.sources.offline import Gathered, OfflineInputs, Workload
 
 RUNS, DEGRADED, DOES_NOT_RUN = "runs", "runs-degraded", "does-not-run"
 STATUSES = (RUNS, DEGRADED, DOES_NOT_RUN)
@@ -44,11 +44,11 @@ def check_command(argv: list[str], version: str, *, config: str, gpu: str, conte
                   text_only: bool, weight_facts: dict[str, tuple[Any, str]],
                   config_json: dict[str, Any] | None = None, gpu_mem: str | None = None) -> CommandCheck:
     """Lint's pipeline over the plan: gather, the planned weights, derived facts, every playbook."""
+    from doctor.commands.lint import UNREACHABLE
     from doctor.derive import derive_all
-    from doctor.lint import UNREACHABLE
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
-    from doctor.sources import gather
+    from doctor.sources.offline import gather
 
     inputs = OfflineInputs(command=argv, engine_version=version, config=config, config_json=config_json, gpu=gpu,
                            gpu_mem=gpu_mem,

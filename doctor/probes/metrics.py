@@ -390,7 +390,7 @@ def _absent_counter(facts: Facts, canonical: str, engine: str, implied: dict[str
     """Record a counter the engine shows only once it counts (``absent_means_zero`` in metric_names.yaml), with the
     facts its absence would give if it means zero (``implied``: 0 retractions, a 0 hit rate, a 0 rate).
 
-    Whether it means zero depends on the engine version, which the scrape does not carry: doctor/derive.py decides
+    Whether it means zero depends on the engine version, which the scrape does not carry: doctor/derive/analyzers.py decides
     once the server has said its version.
     """
     spec, _ = _table()

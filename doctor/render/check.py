@@ -11,7 +11,7 @@ from doctor.render.findings import findings_markdown, findings_text, verdict_lin
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
-    from doctor.check import CheckRun
+    from doctor.commands.check import CheckRun
     from doctor.probes.base import ProbeResult
 
 
@@ -41,7 +41,7 @@ def _verdict(run: CheckRun) -> str:
 
 def _probe_summary(run: CheckRun) -> str:
     """Every probe on one line; a failure's reason shown once, here (the unreachable reason goes to stderr)."""
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     parts = []
     for probe in run.probes:
@@ -58,7 +58,7 @@ def _probe_summary(run: CheckRun) -> str:
 
 
 def _probe_lines(run: CheckRun) -> list[str]:
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     lines = []
     for probe in run.probes:
@@ -146,7 +146,7 @@ def _probe_row(p: ProbeResult, moot: str | None) -> str:
 
 
 def check_markdown(run: CheckRun) -> str:
-    from doctor.check import probe_not_applicable
+    from doctor.commands.check import probe_not_applicable
 
     out = [f"## {_summary(run)}", ""]
     if run.probes:

@@ -11,7 +11,7 @@ from doctor.render.findings import findings_markdown, findings_text, verdict_lin
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
-    from doctor.lint import LintResult
+    from doctor.commands.lint import LintResult
 
 
 def _header(result: LintResult) -> list[str]:

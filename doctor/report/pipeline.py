@@ -32,7 +32,7 @@ class ReportOptions:
 def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
         waiting: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
-    from doctor.fleet import load_targets
+    from doctor.commands.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
     from doctor.report.analysis import analyze, document, iso
     from doctor.report.client import connect

@@ -1,10 +1,10 @@
 """``report --targets FILE``: a live look at some instances, exactly as ``check --targets`` takes it.
 
 Prometheus holds the history but not the launch flags, the model or the GPUs' names. The targets file is the
-one ``check --targets`` reads (doctor/fleet.py: ``endpoint``, ``name``, ``api_key_env``, ``command``,
+one ``check --targets`` reads (doctor/commands/fleet.py: ``endpoint``, ``name``, ``api_key_env``, ``command``,
 ``config``, ``gpu``, ``engine_version``), and each target is checked by the same code (``run_fleet``: the
 HTTP probes of ``doctor.probes.runner.run_probes``, then the command/config/GPU hints through
-``doctor.sources.gather``). Here a target is matched to a Prometheus instance by its ``name`` or its
+``doctor.sources.offline.gather``). Here a target is matched to a Prometheus instance by its ``name`` or its
 endpoint's host:port (the ``instance`` label Prometheus gives a scrape target); one Prometheus does not know
 is reported from its live facts alone. A target that cannot be reached, or whose hints are wrong, is a note in
 the report, never a failed run.
@@ -20,7 +20,7 @@ from doctor.errors import InputError
 from doctor.facts import Facts
 
 if TYPE_CHECKING:
-    from doctor.fleet import TargetSpec
+    from doctor.commands.fleet import TargetSpec
 
 
 @dataclass
@@ -47,8 +47,8 @@ def instance_of(spec: TargetSpec, instances: Iterable[str]) -> str:
 
 def look(specs: list[TargetSpec], instances: Iterable[str], *, timeout_s: float,
          playbook_dirs: tuple[str, ...] = ()) -> dict[str, LiveResult]:
-    """Check every target side by side (doctor.fleet.run_fleet); one result per instance."""
-    from doctor.fleet import run_fleet
+    """Check every target side by side (doctor.commands.fleet.run_fleet); one result per instance."""
+    from doctor.commands.fleet import run_fleet
 
     if not specs:
         return {}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from doctor.serve.alerts import Alert, Notification
 
 if TYPE_CHECKING:
-    from doctor.fleet import TargetResult, TargetSpec
+    from doctor.commands.fleet import TargetResult, TargetSpec
 
 SCHEMA = "llmdoctor.serve/1"
 #: a Slack incoming webhook takes up to 40,000 characters of text; beyond that the message is cut
@@ -110,7 +110,7 @@ class Dispatcher:
 
     def _spec(self, instance: str) -> TargetSpec | None:
         """The targets-file entry of an instance (its name, or its endpoint's host:port), else a bare one."""
-        from doctor.fleet import TargetSpec
+        from doctor.commands.fleet import TargetSpec
 
         spec = self._targets.get(instance)
         if spec is not None:
@@ -125,6 +125,8 @@ class Dispatcher:
 
     # -- working --------------------------------------------------------------------------------------------
     def _work(self, alert: Alert, spec: TargetSpec) -> None:
+        from doctor.render.alert import render_markdown
+
         try:
             result = self._check(alert, spec)
             text = render_markdown(alert, spec, result)
@@ -139,7 +141,7 @@ class Dispatcher:
                 self._idle.notify_all()
 
     def _check(self, alert: Alert, spec: TargetSpec) -> TargetResult:
-        from doctor.fleet import check_target
+        from doctor.commands.fleet import check_target
 
         symptom = alert.labels.get("symptom")
         found = self._playbooks.find(symptom) if symptom else None  # an id or an alias, as `check --symptom`
@@ -220,29 +222,6 @@ def _index(targets: list[TargetSpec]) -> dict[str, TargetSpec]:
             index.setdefault(Target.parse(spec.endpoint).netloc, spec)
     index.update({spec.name: spec for spec in targets})
     return index
-
-
-def render_markdown(alert: Alert, spec: TargetSpec, result: TargetResult) -> str:
-    """The diagnosis as a chat message and a file: the alert first, then ``check``'s Markdown."""
-    from doctor.render.check import check_markdown
-
-    labels = ", ".join(f"`{k}={v}`" for k, v in sorted(alert.labels.items()) if k != "alertname")
-    out = [f"# {alert.name} on {spec.shown}: llmdoctor check", "",
-           f"- alert: {alert.status} since {alert.starts_at or 'unknown'} (fingerprint `{alert.fingerprint}`)",
-           f"- labels: {labels or 'none'}"]
-    if alert.generator_url:  # the rule's expression in Prometheus: one click from the chat message to the graph
-        out.append(f"- source: {alert.generator_url}")
-    for key in ("summary", "description", "runbook_url"):
-        if alert.annotations.get(key):
-            out.append(f"- {key}: {alert.annotations[key]}")
-    out.append("")
-    if result.run is None:
-        out += [f"**Not checked:** {result.error}", ""]
-    else:
-        out += [check_markdown(result.run), ""]
-    out.append(f"_Reproduce: `llmdoctor check --endpoint {spec.shown}"
-               + (f" --symptom {alert.labels['symptom']}`_" if alert.labels.get("symptom") else "`_"))
-    return "\n".join(out) + "\n"
 
 
 def _origin(url: str | None) -> str:

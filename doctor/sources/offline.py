@@ -13,11 +13,14 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doctor.derive.parsers import family_facts, parser_since_facts, parser_token_facts
+from doctor.derive.precision import float32_facts, online_fp8_facts
+from doctor.derive.spelling import spelling_facts
 from doctor.errors import InputError
 from doctor.facts import Facts
+from doctor.versions import orderable_version
 
 if TYPE_CHECKING:
     from doctor.engines.command import LaunchCommand
@@ -160,45 +163,6 @@ def _dsa_auto_kv(engine: str, sm: int) -> str:
     return auto["at_or_above"] if sm >= auto.get("min_sm", 10**6) else auto["below"]
 
 
-def online_fp8_facts(card: Any, facts: Facts) -> Facts:
-    """`--quantization fp8` on a 16-bit checkpoint: the engine quantizes while loading, so the GPUs hold FP8."""
-    out = Facts()
-    if card is None or facts.get("model.quantization") is not None or facts.get("launch.quantization") != "fp8" \
-            or facts.get("model.same_checkpoint") is False:  # then the served checkpoint was sized already
-        return out
-    from doctor.model.weights import plan_weights
-
-    weights = plan_weights(card, "fp8", model_path=None)
-    out.set("model.weight_bytes", weights.total_bytes, f"{weights.source} (--quantization fp8)")
-    out.set("model.expert_weight_bytes", weights.expert_bytes, f"{weights.source} (--quantization fp8)")
-    return out
-
-
-#: --dtype spellings that mean 32-bit floats (vllm 0.32.0 vllm/config/model.py:2369 maps "float" and "float32")
-FLOAT32_DTYPES = ("float32", "float")
-
-
-def float32_facts(card: Any, facts: Facts) -> Facts:
-    """`--dtype float32` on an unquantized checkpoint: the engine holds every weight in 4 bytes, and its KV too
-    unless --kv-cache-dtype says otherwise (``auto`` follows the model's dtype)."""
-    out = Facts()
-    dtype = str(facts.get("launch.flags.dtype") or "").lower()
-    if card is None or dtype not in FLOAT32_DTYPES or facts.get("model.quantization") is not None:
-        return out
-    weights, per_token = facts.get("model.weight_bytes"), facts.get("model.kv_bytes_per_token")
-    if isinstance(weights, int) and card.dtype in ("bfloat16", "float16"):
-        out.set("model.weight_bytes", weights * 2, f"derived: {card.dtype} weights held in float32 (--dtype {dtype})")
-    if isinstance(per_token, int) and str(facts.get("launch.kv_cache_dtype") or "auto") == "auto" \
-            and facts.get("model.kv_dtype") in ("bf16", "fp16"):
-        why = f"derived: KV in float32, the model's dtype (--dtype {dtype}, --kv-cache-dtype auto)"
-        out.set("model.kv_bytes_per_token", per_token * 2, why)
-        growing = facts.get("model.kv_bytes_per_token_growing")
-        if isinstance(growing, (int, float)):
-            out.set("model.kv_bytes_per_token_growing", growing * 2, why)
-        out.set("model.kv_dtype", "fp32", f"--dtype {dtype} with --kv-cache-dtype auto")
-    return out
-
-
 def generation_defaults(data: dict[str, Any] | None, source: str) -> Facts:
     """The model's sampling defaults (generation_config.json): vLLM applies them to requests that set none."""
     out = Facts()
@@ -211,192 +175,6 @@ def generation_defaults(data: dict[str, Any] | None, source: str) -> Facts:
         out.set("model.default_temperature", float(temperature), f"{source}:temperature")
     else:
         out.set("model.default_temperature", None, f"{source}: no temperature")
-    return out
-
-
-def family_facts(facts: Facts) -> Facts:
-    """The model family (by name, architectures, model_type) and the parsers it expects on this engine."""
-    from doctor.engines.families import expected_facts, match_family
-
-    name = facts.get("launch.model") or facts.get("server.model_path") or facts.get("model.name")
-    found = match_family(architectures=facts.get("model.architectures") or facts.get("server.architectures"),
-                         model_type=facts.get("model.model_type") or facts.get("server.model_type"),
-                         name=name)
-    out = Facts()
-    if found is None:
-        out.error("expect", f"no model family matches {name or 'this model'} (doctor/engines/families.yaml)")
-        return out
-    engine = facts.get("launch.engine")
-    if engine is None:
-        out.set("model.family", found.id, "doctor/engines/families.yaml")
-        out.error("expect", "the engine is not known, so neither are its parser names")
-    else:
-        out = expected_facts(found, engine, _orderable_version(facts.get("launch.version")))
-    if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
-        from doctor.model.names import NAME_ONLY
-
-        for key in ("model.family", "model.family_variant", "model.family_alternatives"):
-            if key in out:  # no config to confirm it: the name alone decided
-                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
-    return out
-
-
-def parser_since_facts(command: LaunchCommand) -> Facts:
-    """For parsers the command names but its engine version lacks: the first release that registers them."""
-    from doctor.engines.catalog import registered_runs, registered_since
-
-    out = Facts()
-    for dest, attr, key in (("tool_call_parser", "tool_parsers", "launch.tool_parser_since"),
-                            ("reasoning_parser", "reasoning_parsers", "launch.reasoning_parser_since")):
-        name = command.get(dest)
-        if not name or name == "auto":
-            continue
-        if name in getattr(command.catalog, attr):
-            out.set(key, None, f"engine catalogs: {name!r} is registered in {command.engine} "
-                               f"{command.catalog.version}")
-            out.set(key.replace("_since", "_registered"), True, f"engine catalogs: {name!r} is registered in "
-                    f"{command.engine} {command.catalog.version}")
-            continue
-        since = registered_since(command.engine, attr, name, command.catalog.version)
-        out.set(key, since, f"engine catalogs: first {command.engine} release registering {name!r}"
-                if since else f"engine catalogs: no {command.engine} release registers {name!r}")
-        if since is None:
-            out.set(key.replace("_since", "_registered"),
-                    *_registered(command, attr, name, registered_runs(command.engine, attr, name)))
-    return out
-
-
-def _registered(command: LaunchCommand, attr: str, name: str, runs: list[tuple[str, str]]) -> tuple[bool | None, str]:
-    """(registered, source) for a parser name the command's release lacks and no later release adds.
-
-    A release that was read (or one between two) lacks it: False, whatever older releases had. With the version
-    unknown: whether any release read has it. Older or newer than every release read: a name no release read has
-    may be the unread release's own, so unknown (None)."""
-    from doctor.engines.catalog import available
-
-    engine, cat = command.engine, command.catalog
-    what = attr.replace("_", " ")[:-1]
-    releases = available(engine)
-    had = f"; {engine} {runs[0][0]}–{runs[-1][1]} had it" if runs else f"; no {engine} release read " \
-        f"({releases[0]}–{releases[-1]}) has it"
-    if cat.coverage == "unknown":
-        return bool(runs), f"engine catalogs: {name!r} is {'' if runs else 'not '}a {what} of any {engine} release " \
-                           f"read ({releases[0]}–{releases[-1]})"
-    if cat.coverage in ("older", "newer") and not runs:
-        return None, f"engine catalogs: {name!r} is not a {what} of any release read; {cat.note}"
-    return False, f"engine catalogs: {name!r} is not a registered {what} of {engine} {cat.version}{had}"
-
-
-def parser_token_facts(facts: Facts, card: Any) -> Facts:
-    """launch.tool_parser_tokens_missing: tokens the tool parser's constructor needs (doctor/engines/
-    parser_tokens.yaml, read from the engine's wheel) that the served tokenizer lacks — vLLM then refuses to
-    start. Read only for the parsers listed, from the model directory's tokenizer files; unknown otherwise."""
-    out = Facts()
-    parser, engine = facts.get("launch.tool_call_parser"), facts.get("launch.engine")
-    if not parser or engine != "vllm":
-        return out
-    if card is None:
-        out.error("launch.tool_parser_tokens_missing", "the served tokenizer is not at hand (no model directory: "
-                                                        "pass --config DIR of the served model)")
-        return out
-    from doctor.engines.catalog import version_key
-    from doctor.yamlsafe import load_packaged
-
-    table = load_packaged(Path(__file__).with_name("engines") / "parser_tokens.yaml").get(engine) or {}
-    read = sorted(table, key=version_key)
-    entry = (table.get(read[-1]) or {}).get(parser) if read else None
-    if entry is None:
-        out.set("launch.tool_parser_tokens_missing", [], f"{parser} is not among the parsers that need tokens "
-                                                         "(doctor/engines/parser_tokens.yaml)")
-        return out
-    config = Path(card.source)  # the config.json the card was read from (resolve.py: local, HF cache or Hub)
-    if config.name != "config.json" or not config.is_file():
-        out.error("launch.tool_parser_tokens_missing", f"the served tokenizer is not at hand (the config "
-                                                        f"{card.source} is not in a model directory)")
-        return out
-    vocab = _tokenizer_vocab(config.parent)
-    if vocab is None:
-        out.error("launch.tool_parser_tokens_missing", f"no readable tokenizer.json or tokenizer_config.json in "
-                                                        f"{config.parent}")
-        return out
-    missing = [t for t in entry["tokens"] if t not in vocab]
-    out.set("launch.tool_parser_tokens_missing", missing,
-            f"{config.parent.name}/tokenizer files vs tokens {parser} needs ({engine} {read[-1]} "
-            f"{entry['source']})")
-    return out
-
-
-#: tokenizer.json of a large vocabulary is a few MB; past this it is not one.
-_TOKENIZER_BYTES = 64 * 1024 * 1024
-
-
-def _tokenizer_vocab(directory: Path) -> set[str] | None:
-    """Every token string of the tokenizer in ``directory`` (vocabulary and added tokens), or None."""
-    import json
-
-    from doctor.inio import read_text_capped
-
-    tokens: set[str] = set()
-    found = False
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "added_tokens.json"):
-        path = directory / name
-        if not path.is_file():
-            continue
-        try:
-            data = json.loads(read_text_capped(path, limit=_TOKENIZER_BYTES, label=str(path)))
-        except (InputError, ValueError, RecursionError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        found = True
-        model = data.get("model") if isinstance(data.get("model"), dict) else {}
-        for source in (model.get("vocab"), data if name in ("vocab.json", "added_tokens.json") else None):
-            if isinstance(source, dict):
-                tokens.update(k for k in source if isinstance(k, str))
-            elif isinstance(source, list):  # unigram vocabularies: [[piece, score], ...]
-                tokens.update(p[0] for p in source if isinstance(p, list) and p and isinstance(p[0], str))
-        for item in data.get("added_tokens") or []:
-            if isinstance(item, dict) and isinstance(item.get("content"), str):
-                tokens.add(item["content"])
-        for item in (data.get("added_tokens_decoder") or {}).values():
-            if isinstance(item, dict) and isinstance(item.get("content"), str):
-                tokens.add(item["content"])
-    return tokens if found else None
-
-
-def spelling_facts(command: LaunchCommand) -> Facts:
-    """How this engine version spells what fixes ask for, when the spelling changed across versions.
-
-    SGLang 0.5.22+ deprecates `--dp-size N --enable-dp-attention` for `--attn-dp-size N` (its help text says so),
-    so a fix must use the spelling of the catalog the command was read with — or, with the version unknown, the
-    spelling every release accepts.
-    """
-    out = Facts()
-    if command.engine == "vllm":  # release history: --cuda-graph-sizes 0.9.0–0.12.0, --cudagraph-capture-sizes 0.11.1 on
-        modern = command.catalog.resolve("--cudagraph-capture-sizes") is not None
-        out.set("engine.cudagraph_sizes_flag", "--cudagraph-capture-sizes" if modern else "--cuda-graph-sizes",
-                f"engine catalog vllm {command.catalog.version}")
-    if command.engine == "sglang":
-        tp = command.get("tp_size") or "N"
-        cat = command.catalog
-        if cat.coverage == "unknown":
-            # version unknown: the spelling every release accepts (deprecated, not refused, from 0.5.20 on)
-            legacy = cat.flag("enable_dp_attention")
-            modern = cat.resolve("--attn-dp-size")
-            out.set("engine.dp_attention_flags", f"--enable-dp-attention --dp-size {tp} (newer releases prefer "
-                    f"--attn-dp-size {tp})" if modern is not None and legacy is not None and not legacy.rejected
-                    else f"--attn-dp-size {tp}" if modern is not None else f"--enable-dp-attention --dp-size {tp}",
-                    "engine catalogs sglang: the spelling every release read accepts (version unknown)")
-        else:
-            modern = cat.resolve("--attn-dp-size") is not None
-            out.set("engine.dp_attention_flags", f"--attn-dp-size {tp}" if modern else
-                    f"--enable-dp-attention --dp-size {tp}", f"engine catalog sglang {cat.version}")
-        # 0.5.14+ splits the CUDA graph batch cap per phase (--cuda-graph-max-bs-decode; --cuda-graph-max-bs last in
-        # 0.5.19, per the release history); with the version unknown
-        # the newest spelling, and the fix says from which release it holds (catalog.annotate_since)
-        per_phase = cat.resolve("--cuda-graph-max-bs-decode") is not None
-        out.set("engine.cuda_graph_max_bs_flag", "--cuda-graph-max-bs-decode" if per_phase else "--cuda-graph-max-bs",
-                f"engine catalog sglang {cat.version}")
     return out
 
 
@@ -576,7 +354,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 gpu_sm=facts.get("gpu.sm"), raw=inputs.config_json, offline=inputs.offline,
                 served=facts.get("launch.model") or facts.get("server.model_path"),
                 launch_quantization=facts.get("launch.quantization"),
-                engine_version=_orderable_version(facts.get("launch.version")),
+                engine_version=orderable_version(facts.get("launch.version")),
                 generation=inputs.generation_config_json)
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
@@ -613,12 +391,6 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
 def _config_from_launch(facts: Facts) -> str | None:
     """The model the server loads: a path, a repo id in the HF cache or on the Hub (doctor/model/resolve.py)."""
     return facts.get("launch.model") or facts.get("server.model_path")
-
-
-def _orderable_version(version: Any) -> str | None:
-    from doctor.versions import version_key
-
-    return str(version) if version and version_key(version) is not None else None
 
 
 def _namespaces(facts: Facts) -> set[str]:

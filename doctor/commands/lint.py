@@ -1,6 +1,6 @@
 """`lint`: read a handed-over launch command like a senior serving engineer.
 
-The command (plus the model config and GPU when given) becomes facts through doctor.sources; the playbooks
+The command (plus the model config and GPU when given) becomes facts through doctor.sources.offline; the playbooks
 decide what is missing, wrong, harmful or overriding the engine (every lint finding is a cause from
 playbooks/causes/, so `lint` and `check` can never disagree); and each flag is explained — what it does
 and why it is or is not needed for this model — from doctor/engines/explain.yaml and the engine's own help.
@@ -16,13 +16,13 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.playbook.engine import Diagnosis
-from doctor.sources import Gathered, OfflineInputs
+from doctor.sources.offline import Gathered, OfflineInputs
 
 SCHEMA = "llmdoctor.lint/1"
 #: What lint never gathers (there is no server, no GPU to read): trees unknown only for want of these stay quiet.
 UNREACHABLE = ("metrics", "active", "capacity", "server", "process", "gpu.util", "gpu.util_skew", "gpu.memory_used",
                "gpu.util_max", "log")
-EXPLAIN_PATH = Path(__file__).with_name("engines") / "explain.yaml"
+EXPLAIN_PATH = Path(__file__).parents[1] / "engines" / "explain.yaml"
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,11 @@ class LintResult:
 
 
 def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = ()) -> LintResult:
-    from doctor.derive import absent_on_this_device, derive_all
+    from doctor.derive import derive_all
+    from doctor.derive.analyzers import absent_on_this_device
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
-    from doctor.sources import gather
+    from doctor.sources.offline import gather
 
     gathered = gather(inputs)
     derive_all(gathered.facts)

@@ -1,7 +1,7 @@
 """The fleet report as one self-contained HTML page: inline CSS and SVG, no script, no external asset.
 
 It must open from an e-mail attachment on a laptop with no network, so nothing is fetched: the charts are
-drawn by doctor/report/svg.py into the page. Sections (ids are stable, tests and users link to them):
+drawn by doctor/render/svg.py into the page. Sections (ids are stable, tests and users link to them):
 ``summary``, ``findings`` (ranked across the fleet), ``instances`` (one article per instance: charts, key
 facts, its findings with evidence and fix), ``unchecked``, ``queries``, ``problems``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from doctor.report.svg import legend, line_chart
+from doctor.render.svg import legend, line_chart
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, key_facts, slug
 
 SECTIONS = ("summary", "findings", "instances", "unchecked", "queries", "problems")

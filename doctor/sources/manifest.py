@@ -66,7 +66,7 @@ def read_manifest(path: str, flag: str = "--manifest") -> ManifestLaunch:
 
         text, label = decode_text(read_stdin_capped(limit=MAX_YAML_BYTES), "standard input"), f"{flag} -"
     else:
-        from doctor.sources import read_text
+        from doctor.sources.offline import read_text
 
         text, label = read_text(path, flag, limit=MAX_YAML_BYTES), f"{flag} {path}"
     return parse_manifest(text, label)

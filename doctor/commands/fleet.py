@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from doctor.errors import DoctorError, InputError
 
 if TYPE_CHECKING:
-    from doctor.check import CheckRun
+    from doctor.commands.check import CheckRun
 
 SCHEMA = "llmdoctor.fleet/1"
 MAX_TARGETS = 10_000
@@ -37,7 +37,7 @@ class TargetSpec:
     engine_version: str | None = None
     #: the server's log file (a relative path is relative to the targets file)
     log: str | None = None
-    #: a Kubernetes manifest (doctor/manifest.py) for the command and GPUs the entry does not give (relative to
+    #: a Kubernetes manifest (doctor/sources/manifest.py) for the command and GPUs the entry does not give (relative to
     #: the targets file, as log is)
     manifest: str | None = None
 
@@ -88,7 +88,7 @@ class FleetRun:
 def load_targets(path: str) -> list[TargetSpec]:
     """A YAML or JSON list of endpoints (strings or objects), or ``{targets: [...]}``; errors name file and index."""
     from doctor.redact import redact_text
-    from doctor.sources import read_text
+    from doctor.sources.offline import read_text
     from doctor.yamlsafe import MAX_YAML_BYTES, load_yaml
 
     data, _node = load_yaml(read_text(path, "--targets", limit=MAX_YAML_BYTES), path)
@@ -164,13 +164,13 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
 def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
                  ) -> TargetResult:
     """One target, as ``check --endpoint`` with its hints would see it (also what ``serve`` runs per alert)."""
-    from doctor.check import CheckOptions, run_check
-    from doctor.sources import OfflineInputs
+    from doctor.commands.check import CheckOptions, run_check
+    from doctor.sources.offline import OfflineInputs
 
     try:
         command, gpu = spec.command, spec.gpu
         if spec.manifest:
-            from doctor.manifest import read_manifest
+            from doctor.sources.manifest import read_manifest
 
             launch = read_manifest(spec.manifest, "manifest")
             command, gpu = command or launch.command, gpu or launch.gpu
@@ -182,41 +182,3 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
     except DoctorError as exc:
         return TargetResult(spec, error=str(exc))
     return TargetResult(spec, run)
-
-
-def fleet_text(fleet: FleetRun) -> str:
-    from doctor.findings import worst_severity
-
-    rows = [("target", "endpoint", "engine", "model", "state", "worst", "findings")]
-    for r in fleet.results:
-        if r.run is None:
-            rows.append((r.spec.name, r.spec.shown, "", "", "input error", "", r.error or ""))
-            continue
-        doc = r.run.to_dict()
-        findings = r.run.diagnosis.findings
-        state = "ok" if r.reachable else "unreachable"
-        rows.append((r.spec.name, r.spec.shown, f"{doc['engine'] or ''} {doc['engine_version'] or ''}".strip(),
-                     str(doc["model"] or ""), state, worst_severity(findings) or "",
-                     ", ".join(f.id for f in findings) if r.reachable else (r.run.unreachable or "")))
-    widths = [min(40, max(len(row[i]) for row in rows)) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(cell[:w].ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
-             for row in rows]
-    summary = fleet.to_dict()["summary"]
-    lines.append(f"\n{summary['targets']} targets, {summary['reachable']} reachable, "
-                 f"{summary['findings']} findings. Details: llmdoctor check --endpoint ENDPOINT")
-    return "\n".join(lines)
-
-
-
-def fleet_markdown(fleet: FleetRun) -> str:
-    out = ["## llmdoctor fleet check", "", "| target | endpoint | engine | state | findings |", "|---|---|---|---|---|"]
-    for r in fleet.results:
-        if r.run is None:
-            out.append(f"| {r.spec.name} | {r.spec.shown} | | input error | {r.error} |")
-            continue
-        doc = r.run.to_dict()
-        state = "ok" if r.reachable else f"unreachable: {r.run.unreachable}"
-        ids = ", ".join(f"`{f.id}` ({f.severity})" for f in r.run.diagnosis.findings) if r.reachable else ""
-        out.append(f"| {r.spec.name} | {r.spec.shown} | {doc['engine'] or ''} {doc['engine_version'] or ''} | "
-                   f"{state} | {ids} |")
-    return "\n".join(out) + "\n"

@@ -4,7 +4,7 @@ over (command, config, GPU, recorded files), derive, run the playbooks.
 Live facts win over offline ones: they were observed just now. Offline inputs fill what the probes could not
 reach (the process on another host, a GPU without NVML, a server without /metrics). The launch command comes,
 in order, from --command, the server's own report, or the process found listening on the port
-(doctor.sources.gather).
+(doctor.sources.offline.gather).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
-from doctor.sources import Gathered, OfflineInputs
+from doctor.sources.offline import Gathered, OfflineInputs
 
 if TYPE_CHECKING:
     from doctor.playbook.engine import Diagnosis
@@ -99,7 +99,7 @@ def _probe_entry(probe: ProbeResult, facts: Facts) -> dict[str, Any]:
 def probe_not_applicable(probe: ProbeResult, facts: Facts) -> str | None:
     """Why a probe that failed had nothing to read here, or None: the GPU probe on a server that runs on the CPU
     (derive.derive_device) is not a failure — there is no GPU to find."""
-    from doctor.derive import absent_on_this_device
+    from doctor.derive.analyzers import absent_on_this_device
 
     if probe.ok or probe.name != "gpu" or not absent_on_this_device(facts):
         return None
@@ -117,10 +117,11 @@ def unreachable_reason(results: list[ProbeResult]) -> str | None:
 
 
 def run_check(opts: CheckOptions) -> CheckRun:
-    from doctor.derive import absent_on_this_device, derive_all
+    from doctor.derive import derive_all
+    from doctor.derive.analyzers import absent_on_this_device
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
-    from doctor.sources import gather
+    from doctor.sources.offline import gather
 
     started = time.perf_counter()
     opts = replace(opts, offline=with_log_read(replace(opts.offline, playbook_dirs=opts.playbook_dirs)))
@@ -152,7 +153,7 @@ def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None
         raise InputError("--snapshot replays a recorded run: give it or --endpoint, not both")
     if opts.snapshot:
         from doctor.probes import active
-        from doctor.snapshot import read_snapshot, replay, snapshot_target
+        from doctor.sources.snapshot import read_snapshot, replay, snapshot_target
 
         snap = read_snapshot(opts.snapshot)
         # Active probes are opt-in, so the default probe registry does not list them: replay them here.
@@ -179,7 +180,7 @@ def active_results(target: Target, probe_opts: ProbeOptions, passive: list[Probe
     if unreachable_reason(passive):
         return []
     from doctor.probes.active import ActiveContext, run_active, served_models
-    from doctor.sources import gather
+    from doctor.sources.offline import gather
 
     live = Facts()
     for result in passive:
@@ -194,7 +195,7 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
     recorded = extra.get("inputs") or {}
     if not recorded:
         return replace(offline, replay=True)
-    from doctor.sources import Workload
+    from doctor.sources.offline import Workload
 
     config_json = recorded.get("config_json")
     workload = offline.workload
@@ -234,7 +235,7 @@ def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:
     """What `llmdoctor snapshot` records of the offline inputs, so a replay anywhere finds the same facts."""
     from doctor.hardware.spec import UnknownGpu
     from doctor.model.resolve import resolve_model
-    from doctor.sources import command_facts, gpu_facts_for, model_facts_for
+    from doctor.sources.offline import command_facts, gpu_facts_for, model_facts_for
 
     # Check every input now: a snapshot that cannot be replayed is worse than no snapshot.
     if offline.command is not None:
@@ -264,7 +265,7 @@ def served_model_inputs(results: list[ProbeResult], offline: OfflineInputs) -> d
     if offline.config:
         return {}
     from doctor.model.resolve import resolve_model
-    from doctor.sources import _config_from_launch, gather
+    from doctor.sources.offline import _config_from_launch, gather
 
     live = Facts()
     for result in results:

@@ -2,7 +2,7 @@
 
 Each function here is one small analyzer with one concern; it reads facts, writes facts (with a
 ``derived: …`` source that names its inputs) and does nothing when its inputs are unknown, so the trees see
-"unknown" rather than a guess. ``derive_all`` runs them in dependency order.
+"unknown" rather than a guess. ``doctor.derive.derive_all`` runs them in dependency order.
 """
 
 from __future__ import annotations
@@ -10,49 +10,9 @@ from __future__ import annotations
 import math
 
 from doctor.facts import Facts
-from doctor.fit import derive_fit
-
-#: Checkpoint quantization (model.quantization) → the --quantization values that load it. A value outside the
-#: list is a mismatch; an unquantized checkpoint accepts the online methods (vLLM quantizes BF16 to FP8 at load).
-QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
-    "fp8": ("fp8", "fbgemm_fp8", "modelopt", "w8a8_fp8", "compressed-tensors"),
-    "nvfp4": ("modelopt_fp4", "modelopt", "nvfp4", "compressed-tensors", "modelopt_mixed"),
-    "mxfp4": ("mxfp4", "quark"),
-    "awq": ("awq", "awq_marlin"),
-    "gptq": ("gptq", "gptq_marlin"),
-    "compressed-tensors": ("compressed-tensors",),
-    "bitsandbytes": ("bitsandbytes",),
-    "gguf": ("gguf",),
-    None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
-}
 
 #: vLLM aligns the hybrid attention block size to this many tokens (kernel block alignment).
 VLLM_HYBRID_ALIGNMENT = 16
-
-
-def derive_all(facts: Facts) -> Facts:
-    derive_from_log(facts)
-    derive_engine_name(facts)
-    derive_gpu_balance(facts)
-    derive_device(facts)
-    derive_allow_long_max_len(facts)
-    derive_sglang_allow_long_context(facts)
-    derive_no_tool_parser_effect(facts)
-    derive_model_label(facts)
-    derive_absent_counters(facts)
-    derive_kernel_support(facts)
-    derive_fit(facts)
-    derive_quantization_match(facts)
-    derive_hybrid_block_size(facts)
-    derive_misaligned_chunks(facts)
-    derive_ep_load(facts)
-    derive_capacity(facts)
-    derive_kv_override(facts)
-    derive_mem_fraction_picked(facts)
-    from doctor.engines.refusals import derive_refused_values
-
-    derive_refused_values(facts)
-    return facts
 
 
 def derive_device(facts: Facts) -> None:
@@ -255,6 +215,8 @@ def derive_quantization_match(facts: Facts) -> None:
         facts.error("launch.quantization_matches", f"the config ({facts.get('model.name')}) is not the served "
                     f"checkpoint's ({facts.get('launch.model') or facts.get('server.model_path')})")
         return
+    from doctor.model.quantization import QUANTIZATION_LOADERS
+
     checkpoint = facts.get("model.quantization")
     loaders = QUANTIZATION_LOADERS.get(checkpoint)
     if loaders is None:  # a checkpoint format we have no table for: do not guess

@@ -69,7 +69,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _example(spec: str) -> Path:
-    folder = Path(__file__).resolve().parent / "examples" / "snapshots"
+    folder = Path(__file__).resolve().parents[1] / "examples" / "snapshots"
     name = spec[len(EXAMPLE_PREFIX):]
     file = folder / f"{name}.json"
     if not name or "/" in name or not file.is_file():
@@ -125,7 +125,7 @@ def _check(file: Path, snap: Any) -> None:
         _check_inputs(inputs, fail)
 
 
-#: The offline inputs a snapshot records (doctor.check.snapshot_inputs) and what each may hold.
+#: The offline inputs a snapshot records (doctor.commands.check.snapshot_inputs) and what each may hold.
 _INPUT_TYPES: dict[str, tuple[type, ...]] = {"command": (str, list), "engine_version": (str,), "gpu": (str,),
                                              "gpu_mem": (str,),
                                              "config_json": (dict,), "config_name": (str,), "workload": (dict,),
