@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from conftest import SHARED_FIXTURES, run_cli
 
 
 def _lint(*args: str, stdin: str | None = None) -> tuple[int, dict]:
@@ -34,3 +34,22 @@ def test_a_kubernetes_args_block_on_its_own_is_a_launch():
     assert from_block["engine"] == from_bare["engine"] == "vllm"
     assert from_block["flags"] == from_bare["flags"]
     assert from_block["model"] == "/models/Qwen3-8B"
+
+
+def _check(*args: str) -> dict:
+    done = run_cli("check", *args, "--format", "json", env={"HF_HUB_OFFLINE": "1"})
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_default_sequence_cap_is_not_what_binds_at_two_running():
+    """The real vllm_2.prom scrape: 12 queued, 2 running, KV 0.46%. With the cap unknown (or the engine's default:
+    128 or more) the cap cannot be what binds; only a cap set to 2 by hand makes it certain."""
+    scrape = str(SHARED_FIXTURES / "metrics" / "vllm_2.prom")
+    for extra in ((), ("--command", "vllm serve /models/m")):
+        found = {f["id"]: f for f in _check("--metrics", scrape, *extra)["findings"]}
+        assert found["max-num-seqs-limit"]["confidence"] == "low", extra
+        assert "does not bind at 2 running" in found["max-num-seqs-limit"]["fix"]
+    capped = {f["id"]: f for f in _check("--metrics", scrape, "--command", "vllm serve /models/m --max-num-seqs 2")
+              ["findings"]}
+    assert capped["max-num-seqs-limit"]["confidence"] == "high"
