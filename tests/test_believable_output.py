@@ -53,3 +53,18 @@ def test_a_default_sequence_cap_is_not_what_binds_at_two_running():
     capped = {f["id"]: f for f in _check("--metrics", scrape, "--command", "vllm serve /models/m --max-num-seqs 2")
               ["findings"]}
     assert capped["max-num-seqs-limit"]["confidence"] == "high"
+
+
+def test_a_refused_probe_is_named_with_its_flag_on_the_first_screen():
+    """vLLM with --api-key: /metrics and /version answer, /v1/models is 401. The first screen says which request
+    was refused and that --api-key-env fixes it, not a bare "server ok"."""
+    from support.httpserver import LocalServer, Response
+    from support.serve import vllm_routes
+
+    routes = vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_1.prom")
+    routes["/v1/models"] = Response(401, b'{"error":"Unauthorized"}', content_type="application/json")
+    with LocalServer(routes) as server:
+        done = run_cli("check", "--endpoint", f"127.0.0.1:{server.port}", env={"HF_HUB_OFFLINE": "1"})
+    assert done.returncode in (0, 1), done.stderr
+    screen = " ".join(done.stdout.split("\n\n")[0].split())
+    assert "server ok" in screen and "refused /v1/models (HTTP 401): pass --api-key-env NAME" in screen
