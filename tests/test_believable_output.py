@@ -68,3 +68,26 @@ def test_a_refused_probe_is_named_with_its_flag_on_the_first_screen():
     assert done.returncode in (0, 1), done.stderr
     screen = " ".join(done.stdout.split("\n\n")[0].split())
     assert "server ok" in screen and "refused /v1/models (HTTP 401): pass --api-key-env NAME" in screen
+
+
+def test_gpus_names_its_own_argument_in_errors():
+    done = run_cli("gpus", "FooBar")
+    assert done.returncode == 2 and done.stderr.startswith("llmdoctor: gpus NAME: unknown GPU 'FooBar'")
+
+
+def test_gpu_mem_given_is_not_asked_for_again():
+    """--gpu H100 is ambiguous only in memory; with --gpu-mem the note must not ask for --gpu-mem."""
+    asked = run_cli("plan", "example:seed-gqa-27b", "--gpu", "H100:1")
+    given = run_cli("plan", "example:seed-gqa-27b", "--gpu", "H100:1", "--gpu-mem", "80GB")
+    assert "pass --gpu-mem" in " ".join(asked.stdout.split())
+    text = " ".join(given.stdout.split())
+    assert "pass --gpu-mem" not in text and "taken as H100 (sm_90) with the memory of --gpu-mem 80GB" in text
+
+
+def test_every_help_puts_options_before_examples():
+    from doctor.cli.main import cli
+
+    for name in cli.list_commands(None):
+        text = run_cli(name, "--help").stdout
+        if "Examples:" in text:
+            assert text.index("Options:") < text.index("Examples:"), name

@@ -18,7 +18,19 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "m
              ".txt": "text"}
 
 
-@click.command("report")
+EPILOG = """\b
+Examples:
+  llmdoctor report --prometheus http://prometheus:9090 -o report.html
+  llmdoctor report --prometheus http://prometheus:9090 --since 7d --step 5m --selector '{job="llm"}'
+  llmdoctor report --prometheus http://prometheus:9090 --targets fleet.yaml --format json
+
+\b
+Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 bad input, 3 nothing could be read from
+Prometheus.
+"""
+
+
+@click.command("report", epilog=EPILOG)
 @click.option("--prometheus", required=True, metavar="URL", help="Prometheus base URL (http://host:9090).")
 @click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d).")
 @click.option("--until", default=None, metavar="TIME",
@@ -49,15 +61,6 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
     query per fact for the whole fleet; the playbooks then run per instance on those facts, and the findings
     are ranked across the fleet. HTML is self-contained (inline SVG charts, opens offline).
-
-    \b
-    Examples:
-      llmdoctor report --prometheus http://prometheus:9090 -o report.html
-      llmdoctor report --prometheus http://prometheus:9090 --since 7d --step 5m --selector '{job="llm"}'
-      llmdoctor report --prometheus http://prometheus:9090 --targets fleet.yaml --format json
-
-    Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 bad input, 3 nothing could be read from
-    Prometheus.
     """
     from doctor.report.pipeline import ReportOptions, run
 
