@@ -7,7 +7,6 @@ import click
 from doctor.cli.common import SEVERITIES, emit
 from doctor.errors import EXIT_OK
 
-
 EPILOG = """\b
 Examples:
   llmdoctor rules -o /etc/prometheus/rules/llmdoctor.yml --selector '{job="llm"}'
