@@ -148,8 +148,8 @@ def _shortfalls(plan: Plan) -> list[str]:
     notes = {note for note in found.values() if note}
     if len(notes) == 1 and len(found) > 1 and all(found.values()):
         return [f"users    {notes.pop()}"]
-    return [f"users    {p.label}: {note}" if len(found) > 1 else f"users    {note}"
-            for (engine, note), p in zip(found.items(), plan.engines.values()) if note]
+    return [f"users    {p.label}: {found[engine]}" if len(found) > 1 else f"users    {found[engine]}"
+            for engine, p in plan.engines.items() if found[engine]]
 
 
 def plan_text(plan: Plan, *, verbose: bool = False) -> str:
