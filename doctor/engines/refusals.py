@@ -47,9 +47,10 @@ def derive_refused_values(facts: Facts) -> None:
         known = [rule for rule in rules()["divides"] if isinstance(counts[rule["fact"]], int)
                  and counts[rule["fact"]] >= 1]
         inputs += [rule["fact"] for rule in known]
-        valid = [size for size in range(1, 257) if all(_splits(size, counts[rule["fact"]], rule) for rule in known)]
         failed = [rule for rule in known if not _splits(tp, counts[rule["fact"]], rule)]
         if failed:  # one item for the flag, however many of the model's dimensions it fails to split
+            valid = [size for size in range(1, 257)
+                     if all(_splits(size, counts[rule["fact"]], rule) for rule in known)]
             found.append({"flag": TP_FLAG[engine], "value": tp,
                           "rule": "must divide the model's " + " and ".join(
                               f"{counts[rule['fact']]} {rule['what']}"
