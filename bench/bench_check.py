@@ -96,6 +96,11 @@ def engine_process(engine: str) -> Iterator[str]:
 
 
 def median_ms(cmd: list[str], runs: int) -> float:
+    return spread_ms(cmd, runs)[1]
+
+
+def spread_ms(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """(min, median, max) wall milliseconds of ``runs`` fresh processes of ``cmd`` (after one warm-up run)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NO_COLOR"] = "1"
     subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
@@ -104,7 +109,7 @@ def median_ms(cmd: list[str], runs: int) -> float:
         start = time.perf_counter()
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
         times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+    return min(times) * 1000, statistics.median(times) * 1000, max(times) * 1000
 
 
 def phases(endpoint: str) -> list[tuple[str, float]]:
@@ -151,12 +156,13 @@ def main() -> None:
         cli = [str(Path(sys.executable).parent / "llmdoctor")]
         if not Path(cli[0]).exists():
             cli = [sys.executable, "-m", "doctor"]
-        ours = median_ms([*cli, "check", "--endpoint", endpoint], args.runs)
+        low, ours, high = spread_ms([*cli, "check", "--endpoint", endpoint], args.runs)
         ours_json = median_ms([*cli, "check", "--endpoint", endpoint, "--format", "json"], args.runs)
         split = phases(endpoint)
     print(f"{args.engine} replay server (an engine-shaped process), median of {args.runs} fresh processes (bytecode cached)")
     print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {stdlib:7.1f} ms")
-    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x)")
+    print(f"  llmdoctor check --endpoint:                    {ours:7.1f} ms  ({ours / stdlib:.2f}x; "
+          f"min {low:.1f}, max {high:.1f})")
     print(f"  llmdoctor check --endpoint --format json:      {ours_json:7.1f} ms  ({ours_json / stdlib:.2f}x)")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:

@@ -27,16 +27,22 @@ class Fact:
 
     ``observed`` marks a direct observation of the running system (a metric, an NVML reading, an
     active probe's answer) as opposed to configuration or arithmetic: findings resting on observed
-    facts rank above those inferred from configuration alone.
+    facts rank above those inferred from configuration alone. ``learnt`` is how this value was learnt when
+    its producer knows it weaker than the fact registry's entry says (``guessed``: from a model's name, with no
+    config.json behind it); empty, the registry's ``learnt`` for the key holds (playbooks/facts/).
     """
 
     key: str
     value: Any
     source: str
     observed: bool = False
+    learnt: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source, "observed": self.observed}
+        out = {"value": self.value, "source": self.source, "observed": self.observed}
+        if self.learnt:  # only where a producer said so: the registry gives every other fact's
+            out["learnt"] = self.learnt
+        return out
 
 
 class Facts:
@@ -47,20 +53,20 @@ class Facts:
         self._errors: dict[str, str] = {}
 
     # -- writing ---------------------------------------------------------------------------
-    def set(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
+    def set(self, key: str, value: Any, source: str, *, observed: bool = False, learnt: str = "") -> None:
         """Record ``key`` (replacing an earlier value: the latest, most specific source wins).
 
         A reason recorded earlier for ``key`` itself being unknown is dropped: a later source (the server's
         resolved value after a launch command that left it to the engine) answered it, and a key must not
         read as both known and unknown. Errors of a whole prefix (``gpu``) stay: they explain its other keys.
         """
-        self._facts[key] = Fact(key, value, source, observed)
+        self._facts[key] = Fact(key, value, source, observed, learnt)
         self._errors.pop(key, None)
 
-    def set_default(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
+    def set_default(self, key: str, value: Any, source: str, *, observed: bool = False, learnt: str = "") -> None:
         """Record ``key`` only if nothing knows it yet: offline inputs fill what live probes missed."""
         if key not in self._facts:
-            self.set(key, value, source, observed=observed)
+            self.set(key, value, source, observed=observed, learnt=learnt)
 
     def error(self, key: str, message: str) -> None:
         """Say why ``key`` (a fact or a whole prefix such as ``metrics``) could not be learnt (the first reason
@@ -130,7 +136,8 @@ class Facts:
     def from_dict(cls, data: dict[str, Any]) -> Facts:
         facts = cls()
         for key, item in (data.get("facts") or {}).items():
-            facts.set(key, item.get("value"), str(item.get("source", "")), observed=bool(item.get("observed")))
+            facts.set(key, item.get("value"), str(item.get("source", "")), observed=bool(item.get("observed")),
+                      learnt=str(item.get("learnt") or ""))
         for key, message in (data.get("errors") or {}).items():
             facts.error(key, str(message))
         return facts

@@ -11,6 +11,9 @@ from typing import Any
 
 from doctor.humanize import readable
 
+#: The generated causes documentation: one ``### cause-id`` heading per cause, so ``#cause-id`` links a cause
+#: (alert runbooks, SARIF rules, JUnit reports).
+CAUSE_DOCS = "https://github.com/llmdoctor-project/llmdoctor/blob/main/docs/causes.md"
 #: Ordered from least to most harmful; ``--fail-on`` compares against this order.
 SEVERITIES = ("info", "warning", "critical")
 #: ``high``: rests on a direct observation (metric, NVML, active probe); ``medium``: configuration of a

@@ -198,7 +198,7 @@ def test_cause_renders_with_only_the_facts_its_path_guarantees(cause_id: str, sy
         if engine:
             facts.set("launch.engine", engine, "scenario: each engine's fix")
         # The engine's own finding builder (a cause named by the server log alone reads its log line instead).
-        finding = _finding(cause, {"cause": cause_id}, playbook, [], facts)
+        finding = _finding(cause, {"cause": cause_id}, playbook, [], facts, PBSET.registry)
         texts = {"title": finding.title, "what": finding.what, "why": finding.why, "fix": finding.fix}
         for field, text in texts.items():
             gaps = UNFILLED.findall(text)

@@ -11,7 +11,7 @@ from doctor.playbook.loader import load_playbooks
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: llmdoctor's own options that fixes tell the user to re-run with
-OURS = {"--active", "--symptom", "--engine-version", "--config", "--gpu", "--endpoint", "--metrics"}
+OURS = {"--active", "--symptom", "--engine-version", "--config", "--gpu", "--endpoint", "--metrics", "--log"}
 
 
 def test_every_flag_in_a_fix_exists() -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -156,7 +157,8 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           max_num_seqs=flags.get("max_num_seqs"),
                           max_model_len=flags.get("max_model_len") or flags.get("context_length"),
                           gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
-                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
+                          gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
+                          enforce_eager=bool(flags.get("enforce_eager")))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
     if "gpu_blocks" not in logged and "tokens" not in logged:
@@ -311,6 +313,16 @@ def test_cuda_graph_memory_follows_the_release() -> None:
     assert old is not None and new is not None
     assert "captured after the KV pool is sized" in old.source
     assert "takes its measured CUDA graph memory off the KV pool" in new.source
+    assert old.cudagraphs == 0 and new.cudagraphs == int(0.84 * GIB) and new.total == old_total(new) + new.cudagraphs
+    eager = non_kv_bytes(card, "vllm", "0.33.0", enforce_eager=True)
+    assert eager is not None and eager.cudagraphs == 0 and "--enforce-eager" in eager.source
+
+
+def old_total(found: Any) -> int:
+    """A NonKV's total without its CUDA graph term."""
+    from dataclasses import replace
+
+    return replace(found, cudagraphs=0).total
 
 
 @requires_shared
@@ -460,3 +472,32 @@ def test_check_sizes_float32_padding_layers_and_bitsandbytes_from_the_launch() -
     qwen = facts("Qwen__Qwen2.5-7B.json", "vllm serve /models/Qwen2.5-7B-Instruct-bnb-4bit --quantization bitsandbytes")
     assert 5.0 * GIB < qwen["model.weight_bytes"][0] < 5.4 * GIB  # vllm issue 13882 logged 5.20 GiB
     assert "bitsandbytes" in qwen["model.weight_bytes"][1] and "assumed" in qwen["model.weight_bytes"][1]
+
+
+@requires_shared
+def test_the_generated_error_record_is_current() -> None:
+    """doctor/model/capacity_record.json (every printed band reads it) and docs/plan.md's per-stratum table are
+    regenerated from this table by one command; a data point or a model change that moves a prediction makes
+    them stale until `python tools/capacity_record.py` is run."""
+    import subprocess
+
+    tool = Path(__file__).resolve().parents[1] / "tools" / "capacity_record.py"
+    result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+GOAL_SHARE, GOAL_STRATUM_MIN = 0.85, 10
+
+
+@requires_shared
+@pytest.mark.xfail(strict=True, reason="issue 25's goal is not reached yet (docs/plan.md, error record): MoE, "
+                   "vLLM and the whole record are below 85 % within ±15 %; strict: passing means remove this mark")
+def test_full_predictions_reach_the_goal_in_every_stratum() -> None:
+    """Issue 25's bar: within ±15 % on at least 85 % overall and in every stratum with at least 10 points."""
+    from doctor.model.band import STRATA
+
+    rows = json.loads((Path(__file__).resolve().parents[1] / "doctor" / "model" / "capacity_record.json")
+                      .read_text(encoding="utf-8"))["runs"]
+    groups = [rows] + [[r for r in rows if r[key] == value] for key in STRATA for value in {r[key] for r in rows}]
+    below = [(len(g), sum(abs(r["error"]) <= TOLERANCE for r in g)) for g in groups if len(g) >= GOAL_STRATUM_MIN]
+    assert all(within / n >= GOAL_SHARE for n, within in below), below

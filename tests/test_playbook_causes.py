@@ -3,72 +3,52 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from conftest import ROOT
 
-from doctor.derive import derive_all
 from doctor.facts import Facts
+from doctor.playbook.cases import case_problems, cases_problems, scenario_facts
 from doctor.playbook.engine import diagnose
-from doctor.playbook.loader import load_playbooks
+from doctor.playbook.loader import Cause, load_playbooks
 
-CASES = [{"cause": cause.id, **case} for cause in load_playbooks().causes.values() for case in cause.cases]
-OBSERVED = ("metrics.", "active.", "gpu.util", "capacity.ratio", "log.")
+PBSET = load_playbooks()
+CASES = [(cause, case) for cause in PBSET.causes.values() for case in cause.cases]
 
 
 def _facts(values: dict[str, Any]) -> Facts:
-    facts = Facts()
-    for key, value in values.items():
-        facts.set(key, value, "scenario (the cause file's cases)", observed=key.startswith(OBSERVED))
-    return derive_all(facts)
+    return scenario_facts(values, PBSET)
 
 
 def _run(values: dict[str, Any], symptom: str | None):
-    return diagnose(load_playbooks(), _facts(values), [symptom] if symptom else None)
+    return diagnose(PBSET, _facts(values), [symptom] if symptom else None)
 
 
-def _case_id(case: dict[str, Any]) -> str:
-    return case["cause"] + (f" ({case['name']})" if "name" in case else "")
+def _case_id(item: tuple[Cause, dict[str, Any]]) -> str:
+    cause, case = item
+    return cause.id + (f" ({case['name']})" if "name" in case else "")
 
 
 def test_every_cause_has_a_case() -> None:
-    assert {c["cause"] for c in CASES} == set(load_playbooks().causes)
+    assert {cause.id for cause, _case in CASES} == set(PBSET.causes)
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_positive(case: dict[str, Any]) -> None:
-    diagnosis = _run(case["facts"], case.get("symptom"))
-    found = {f.id: f for f in diagnosis.findings}
-    assert case["cause"] in found, f"{_case_id(case)} not found; got {sorted(found)}"
-    finding = found[case["cause"]]
-    cited = {e.fact for e in finding.evidence}
-    assert set(case["evidence"]) <= cited, f"evidence {sorted(cited)} lacks {case['evidence']}"
-    for evidence in finding.evidence:
-        assert evidence.source and evidence.test
-    if "severity" in case:
-        assert finding.severity == case["severity"]
-    if "confidence" in case:
-        assert finding.confidence == case["confidence"]
-    assert finding.fix and "?>" not in finding.fix, f"fix has an unfilled placeholder: {finding.fix}"
+@pytest.mark.parametrize("item", CASES, ids=_case_id)
+def test_case(item: tuple[Cause, dict[str, Any]]) -> None:
+    """The facts lead to the cause with its evidence (and its severity and confidence where the case says), and
+    the negative overrides do not."""
+    cause, case = item
+    assert "negative" in case or "negative_symptom" in case, "every case has a near-identical negative"
+    assert case_problems(PBSET, cause, case) == []
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_negative(case: dict[str, Any]) -> None:
-    values = dict(case["facts"])
-    symptom = case.get("symptom")
-    if case.get("negative_symptom") == "none":
-        symptom = None
-    for key, value in (case.get("negative") or {}).items():
-        if value is None and key not in ("launch.kv_cache_dtype", "launch.attention_backend", "launch.block_size",
-                                          "launch.quantization", "launch.tool_call_parser",
-                                          "launch.reasoning_parser"):
-            values.pop(key, None)
-        else:
-            values[key] = value
-    assert values != case["facts"] or symptom != case.get("symptom"), "a negative case must change something"
-    found = {f.id for f in _run(values, symptom).findings}
-    assert case["cause"] not in found
+def test_a_wrong_case_is_reported_with_its_file_and_line() -> None:
+    cause = PBSET.causes["prefix-caching-disabled"]
+    wrong = replace(cause, cases=({**cause.cases[0], "negative": {"launch.engine": "vllm"}},))
+    [problem] = cases_problems(PBSET, [wrong])
+    assert problem.startswith(f"{cause.source}: case 1: the negative case still leads to prefix-caching-disabled")
 
 
 def test_confidence_observed_outranks_configuration() -> None:
@@ -88,7 +68,7 @@ def test_unknown_is_not_false() -> None:
     """No metrics: the exhaustion branch is reported as unchecked with the reason, never as 'fine'."""
     facts = _facts({"model.attention": "gqa", "launch.engine": "vllm"})
     facts.error("metrics", "GET http://127.0.0.1:1/metrics: connection refused")
-    diagnosis = diagnose(load_playbooks(), facts, ["memory-filling-fast"])
+    diagnosis = diagnose(PBSET, facts, ["memory-filling-fast"])
     unchecked = {u.cause: u for u in diagnosis.unchecked}
     assert unchecked["kv-cache-exhausted"].reason.endswith("connection refused")
     assert "--metrics FILE" in unchecked["kv-cache-exhausted"].hint

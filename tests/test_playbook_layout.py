@@ -172,3 +172,102 @@ def test_a_derived_engine_limit_names_its_cause() -> None:
                                "--engine-version", "0.8.1", "--config", str(DEEPSEEK_R1), "--symptom", "low-cache-hit",
                                "--format", "json").stdout)
     assert "mla-prefix-caching-disabled" not in {f["id"] for f in later["findings"]}
+
+
+def test_confidence_follows_how_a_fact_was_learnt(tmp_path: Path) -> None:
+    """A guessed fact (a model's name read with no config.json) makes a finding low; the words of its source do
+    not: confidence follows `learnt`, and a snapshot keeps it."""
+    from doctor.facts import Facts
+    from doctor.model.names import name_facts
+    from doctor.playbook.engine import diagnose
+
+    (tmp_path / "causes").mkdir()
+    (tmp_path / "causes" / "awq-here.yaml").write_text(
+        "id: awq-here\ntitle: AWQ\nseverity: info\nwhat: w\nwhy: y\nfix: {any: f}\nref: ours\n")
+    (tmp_path / "awq.yaml").write_text(
+        "symptom: awq\ntitle: t\ntree:\n  - when: {fact: model.quantization, op: eq, value: awq}\n    cause: awq-here\n")
+    pbset = load_playbooks([tmp_path], builtin=False)
+
+    def confidence(facts: Facts) -> str:
+        [finding] = diagnose(pbset, facts, ["awq"]).findings
+        return finding.confidence
+
+    guessed = name_facts("TheBloke/Llama-2-7B-AWQ")
+    assert guessed.fact("model.quantization").learnt == "guessed"
+    assert confidence(guessed) == "low"
+    assert confidence(Facts.from_dict(guessed.to_dict())) == "low"  # a replayed snapshot says the same
+    configured = Facts()
+    configured.set("model.quantization", "awq", "config.json quantization_config (read, not from the model name)")
+    assert confidence(configured) == "medium"
+
+
+def test_validate_runs_the_users_cause_cases(tmp_path: Path) -> None:
+    """A user's cause file carries cases like a built-in one; `playbook validate` runs them."""
+    mine = _user_cause(tmp_path / "mine")
+    path = mine / "causes" / "gpu-blocks-overridden-to-zero.yaml"
+    good = ("cases:  # scenario facts written for the tests, not captures of a real deployment\n"
+            "  - symptom: launch-failure\n"
+            "    facts: {log.causes: [gpu-blocks-overridden-to-zero], log.seen.gpu_blocks_overridden_to_zero: x}\n"
+            "    evidence: [log.causes]\n"
+            "    negative: {log.causes: []}\n")
+    path.write_text(path.read_text() + good)
+    assert run_cli("playbook", "validate", str(mine)).returncode == 0
+    path.write_text(path.read_text().replace("negative: {log.causes: []}",
+                                             "negative: {log.started: true}"))
+    result = run_cli("playbook", "validate", str(mine))
+    assert result.returncode == 2
+    assert f"{path}:1: case 1: the negative case still leads to gpu-blocks-overridden-to-zero" in result.stderr
+
+
+def test_a_one_file_causes_catalog_is_refused_with_the_new_layout_named(tmp_path: Path) -> None:
+    (tmp_path / "causes.yaml").write_text("causes:\n  mine:\n    title: t\n")
+    result = run_cli("playbook", "validate", str(tmp_path))
+    assert result.returncode == 2
+    assert f"{tmp_path / 'causes.yaml'}: causes now live one per file, as {tmp_path / 'causes'}/<cause-id>.yaml" \
+        in result.stderr
+
+
+def test_log_nodes_are_generated_with_the_precedence_their_files_state() -> None:
+    tree = load_playbooks().playbooks["launch-failure"].tree
+    [oom] = [node for node in tree if node.get("cause") == "startup-out-of-memory"]
+    assert {"fact": "log.causes", "op": "not_contains", "value": "cuda-graph-capture-oom"} in oom["when"]["all"]
+    assert {"fact": "log.started", "op": "is_false"} in oom["when"]["all"]
+    assert not any("generate" in node for node in tree)  # the marker is replaced by the nodes
+
+
+def test_fact_names_in_the_code_data_files_are_registered() -> None:
+    """The engine and probe data (semantics.yaml, server_fields.yaml, promql.yaml, ...) name facts too: each
+    string there that reads as a fact key is a registered one."""
+    import re
+
+    import yaml
+
+    registry = load_playbooks().registry
+    key = re.compile(r"^(model|launch|engine|expect|gpu|metrics|server|process|capacity|log|fit|workload|active)"
+                     r"\.[a-z0-9_]+(\.[A-Za-z0-9_]+)*$")
+
+    def names(obj: object):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                yield from names(k)
+                yield from names(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from names(v)
+        elif isinstance(obj, str) and key.match(obj):
+            yield obj
+
+    files = sorted((ROOT / "doctor").rglob("*.yaml"))
+    assert len(files) > 5
+    unknown = sorted({f"{path.relative_to(ROOT)}: {name}" for path in files
+                      for name in names(yaml.safe_load(path.read_text())) if registry.spec(name) is None})
+    assert unknown == []
+
+
+def test_every_producer_is_a_module_of_the_package() -> None:
+    """A registry entry names the module that sets the fact (dotted, under doctor/): it must exist, so a module
+    move updates the registry with it."""
+    missing = sorted({spec.producer for spec in load_playbooks().facts.values()
+                      if not (ROOT / "doctor" / spec.producer.replace(".", "/")).with_suffix(".py").is_file()
+                      and not (ROOT / "doctor" / spec.producer.replace(".", "/")).is_dir()})
+    assert missing == []

@@ -100,7 +100,8 @@ def test_facts_cite_the_names_each_instance_uses(fleet_doc: dict) -> None:
 
 def test_query_count_is_per_fact_not_per_instance(fleet_doc: dict) -> None:
     queries = fleet_doc["queries"]
-    assert queries["failed"] == 0 and queries["count"] == len(queries["list"]) <= 40
+    # one query per fact of promql.yaml with a report reducer (47 facts), whatever the number of instances
+    assert queries["failed"] == 0 and queries["count"] == len(queries["list"]) <= 47
     assert all("instance=" not in q["query"] for q in queries["list"])  # never one query per instance
 
 

@@ -37,7 +37,8 @@ def test_builtin_playbooks_export_the_metric_nodes(tmp_path: Path) -> None:
     alerts = _alerts(doc)
     assert set(alerts) == {"LLMDoctorKvCacheExhausted", "LLMDoctorKvFillingFast", "LLMDoctorMaxNumSeqsLimit",
                            "LLMDoctorExpertLoadImbalance", "LLMDoctorMetricsDisabled",
-                           "LLMDoctorMetricsDisabledAbsent"}
+                           "LLMDoctorMetricsDisabledAbsent", "LLMDoctorEngineNoProgress",
+                           "LLMDoctorGpuFaultReportedHungCritical", "LLMDoctorGpuFaultReportedSlowDecodeWarning"}
     exhausted = alerts["LLMDoctorKvCacheExhausted"]
     assert exhausted["expr"] == ("(llmdoctor:metrics_kv_usage >= 0.95) and ((llmdoctor:metrics_preemptions_per_s > 0)"
                                  " or (llmdoctor:metrics_preemptions_total > 0))")
@@ -115,7 +116,27 @@ _SERIES = [
     # a GPU exporter on a host with only a healthy GPU: no engine there, so nothing to alert on
     ('nvidia_smi_utilization_gpu_ratio{instance="h:9835",job="gpu",uuid="GPU-0"}', "0.1x40"),
 ]
+_SERIES += [
+    # k: vLLM with requests running and its generation counter frozen: hung
+    ('up{instance="k:8000",job="llm"}', "1x40"),
+    ('vllm:num_requests_running{instance="k:8000",job="llm",engine="0"}', "5x40"),
+    ('vllm:num_requests_waiting{instance="k:8000",job="llm",engine="0"}', "3x40"),
+    ('vllm:generation_tokens_total{instance="k:8000",job="llm",engine="0"}', "1000x40"),
+    # m: vLLM whose host's DCGM exporter reads Xid 79 on GPU 5; n: one whose GPU 2 is under the power brake
+    # (names and labels of the recorded scrape, fixtures/dcgm)
+    *[(f'{name}{{instance="{host}:8000",job="llm",engine="0"}}', values) for host in ("m", "n")
+      for name, values in (("vllm:num_requests_running", "10x40"), ("vllm:generation_tokens_total", "0+500x40"))],
+    *[(f'up{{instance="{host}:8000",job="llm"}}', "1x40") for host in ("m", "n")],
+    *[(f'DCGM_FI_DEV_XID_ERRORS{{instance="m:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",Hostname="m"}}',
+       "79x40" if g == 5 else "0x40") for g in range(8)],
+    *[(f'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{instance="n:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",Hostname="n"}}',
+       "136x40" if g == 2 else "0x40") for g in range(8)],
+]
+
 _FIRING = {  # alert → the instances it must fire for at minute 26 (and for no other)
+    "LLMDoctorEngineNoProgress": ["k:8000"],
+    "LLMDoctorGpuFaultReportedHungCritical": ["m:8000"],
+    "LLMDoctorGpuFaultReportedSlowDecodeWarning": ["n:8000"],
     "LLMDoctorKvCacheExhausted": ["b:8000"],
     "LLMDoctorMaxNumSeqsLimit": ["c:30000"],
     "LLMDoctorExpertLoadImbalance": ["d:30000"],

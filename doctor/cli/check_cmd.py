@@ -176,6 +176,9 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @offline_options
 @log_option
 @manifest_option
+@click.option("--target-version", metavar="V",
+              help="Also say whether the launch command (given, or read from the server's process) still starts "
+                   "and behaves the same on release V (the upgrade tree; see llmdoctor lint --help).")
 @workload_options
 @symptom_option
 @playbooks_option
@@ -187,7 +190,7 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
           command_text: str | None, command_file: str | None, config: str | None,
           gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
           server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
-          manifest: str | None,
+          manifest: str | None, target_version: str | None,
           context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
           symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -227,7 +230,7 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=api_key_env, timeout_s=timeout_s,
                                  sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=inputs,
                                  symptoms=symptoms, playbook_dirs=playbook_dirs, active=active, model=model,
-                                 active_timeout_s=active_timeout_s))
+                                 active_timeout_s=active_timeout_s, target_version=target_version))
     _render(run, fmt, verbose)
     if run.unreachable and not snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)

@@ -21,7 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _FORMAT_HELP = {"text": "text for people", "json": "json for scripts (versioned schema)",
-                "markdown": "markdown for tickets", "html": "html for reports"}
+                "markdown": "markdown for tickets", "html": "html for reports",
+                "sarif": "sarif for code scanning (SARIF 2.1.0)", "junit": "junit for CI test reports"}
 
 
 def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
-from doctor.cli.manifest_opt import manifest_inputs, manifest_option
+from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.manifest_opt import manifest_inputs_text, manifest_option
 from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
 
@@ -18,21 +18,47 @@ Examples:
   kubectl get deploy llm -o yaml | yq '.spec.template.spec.containers[0].args' | llmdoctor lint --engine-version 0.13.0
   llmdoctor lint --file launch.sh --format json
   kubectl get deploy llm -o yaml | llmdoctor lint --manifest -
+  llmdoctor lint --fix "vllm serve Qwen/Qwen3-8B --enable-reasoning --reasoning-parser deepseek_r1"
+  llmdoctor lint --fix --manifest deploy.yaml -o deploy.fixed.yaml
+  llmdoctor lint --files deploy/*.yaml scripts/serve.sh --format sarif > llmdoctor.sarif
+  llmdoctor lint --engine-version 0.9.2 --target-version 0.11.0 --fix --manifest deploy.yaml
 
 \b
-Exit codes: 0 no finding at or above --fail-on; 1 findings; 2 bad input (unparsable command, unreadable
-config). An unknown --gpu is not an error: the GPU checks are skipped and the output says what to pass.
+Fixes (--fix), classed as ruff classes its fixes: safe ones are applied; a fix that needs a value the
+inputs do not give is applied with a marked placeholder <fact?> (or left out, said which); print-only
+fixes are explained, never applied. The corrected command keeps the shape it was given (vllm serve,
+python -m, docker run, a Kubernetes args: list); with --manifest only the engine's arguments change.
+
+\b
+Exit codes: 0 no finding at or above --fail-on; 1 findings (with --fix: findings left after the fix);
+2 bad input (unparsable command, unreadable config; with --files: any file that could not be read, after
+every file was tried). An unknown --gpu is not an error: the GPU checks are skipped and the output says
+what to pass.
 """
 
 
 @click.command("lint", epilog=EPILOG)
 @click.argument("command", nargs=-1)
+@click.option("--files", "as_files", is_flag=True,
+              help="The arguments are files to lint, each a launch script or a Kubernetes manifest (CI and "
+                   "pre-commit): files with no vLLM/SGLang launch are skipped; findings are placed at the "
+                   "file's launch line.")
+@click.option("--fix", "fix", is_flag=True,
+              help="Print the corrected command (or, with --manifest, the patched manifest) and the diff.")
+@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
+              help="With --fix: write the corrected command or patched manifest to FILE (written whole, or "
+                   "not at all) and report on stdout. Secrets are masked there too: a literal secret in a "
+                   "command is a finding of its own (move it to the environment or a Secret).")
 @click.option("--file", "command_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Read the command from FILE ('-' for stdin): a shell line, a script, a docker run, or a "
                    "Kubernetes args:/command: list.")
 @click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag; "
                                                    "else unknown: flags spelled as the newest release, findings "
                                                    "that depend on the version say which releases they hold for).")
+@click.option("--target-version", metavar="V",
+              help="Will it still start, and behave the same, on release V? Flags and values V refuses, parsers V "
+                   "lacks or deprecates, defaults the command relies on that V changes (from the release "
+                   "catalogs; the findings of the upgrade tree).")
 @click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
                                                     "example:NAME (default: the command's model: a local path, the HF cache, "
                                                     "then the Hub).")
@@ -44,10 +70,11 @@ config). An unknown --gpu is not an error: the GPU checks are skipped and the ou
 @workload_options
 @symptom_option
 @playbooks_option
-@format_option("text", "json", "markdown")
+@format_option("text", "json", "markdown", "sarif", "junit")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
-def lint(command: tuple[str, ...], command_file: str | None, engine_version: str | None, config: str | None,
+def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, command_file: str | None,
+         engine_version: str | None, target_version: str | None, config: str | None,
          gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, context: int | None,
          users: int | None,
          text_only: bool, reproducible: bool,
@@ -60,20 +87,86 @@ def lint(command: tuple[str, ...], command_file: str | None, engine_version: str
     shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
-    from doctor.commands.lint import lint as run_lint
-    from doctor.sources.offline import OfflineInputs, Workload
+    from doctor.sources.offline import Workload
 
+    workload = Workload(context, users, reproducible, text_only, temperature)
+    if as_files:
+        if fix or output or manifest or command_file:
+            raise InputError("--files lints the files named: not with --fix, -o, --manifest or --file")
+        return _lint_files(command, engine_version, target_version, config, gpu, gpu_mem, offline, workload,
+                           symptoms, playbook_dirs, fmt, fail_on)
+    if output and not fix:
+        raise InputError("-o/--output writes the fixed command or manifest: give it with --fix")
+    from doctor.commands.lint import lint as run_lint
+    from doctor.sources.offline import OfflineInputs
+
+    manifest_text = None
     if manifest:
-        text, gpu = manifest_inputs(manifest, bool(command or command_file), gpu)
+        text, gpu, manifest_text = manifest_inputs_text(manifest, bool(command or command_file), gpu)
     else:
         text = _command_text(command, command_file)
     inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
-                           workload=Workload(context, users, reproducible, text_only, temperature), offline=offline)
-    result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs)
+                           workload=workload, offline=offline)
+    result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs, target_version=target_version)
+    if fix:
+        from doctor.cli.lint_fix import run_fix
+
+        return run_fix(result, manifest_text if manifest_text is not None else text, inputs, symptoms,
+                       playbook_dirs, fmt, fail_on, verbose, output, is_manifest=manifest_text is not None,
+                       target_version=target_version)
+    if fmt in ("sarif", "junit"):
+        from doctor.commands.lint_files import FileLint, FilesResult, launch_line
+
+        where = manifest or command_file
+        source_text = manifest_text if manifest_text is not None else (text if isinstance(text, str) else None)
+        item = FileLint(where or "command", launch_line(source_text) if where and source_text else None, result)
+        _emit_ci(fmt, FilesResult([item]), fail_on, located=bool(where))
+        return exit_code(result.diagnosis.findings, fail_on)
     from doctor.render.lint import lint_markdown, lint_text
 
     emit_document(fmt, result, text=lambda: lint_text(result, verbose=verbose), markdown=lambda: lint_markdown(result))
     return exit_code(result.diagnosis.findings, fail_on)
+
+
+def _lint_files(paths: tuple[str, ...], engine_version: str | None, target_version: str | None,
+                config: str | None, gpu: str | None,
+                gpu_mem: str | None, offline: bool, workload: object, symptoms: tuple[str, ...],
+                playbook_dirs: tuple[str, ...], fmt: str, fail_on: str) -> int:
+    from doctor.commands.lint_files import lint_files
+    from doctor.errors import EXIT_USAGE
+
+    # no files is an empty report, not an error: a change that touches no manifest has nothing to lint
+    result = lint_files(paths, engine_version=engine_version, target_version=target_version, config=config,
+                        gpu=gpu, gpu_mem=gpu_mem,
+                        offline=offline, workload=workload, symptoms=symptoms,  # type: ignore[arg-type]
+                        playbook_dirs=playbook_dirs)
+    if fmt in ("sarif", "junit"):
+        _emit_ci(fmt, result, fail_on, located=True)
+    else:
+        from doctor.render.lint import files_markdown, files_text
+
+        emit_document(fmt, result, text=lambda: files_text(result), markdown=lambda: files_markdown(result))
+    for item in result.files:
+        if item.error:
+            click.echo(f"llmdoctor: {item.path}: {item.error}", err=True)
+    if any(item.error for item in result.files):
+        return EXIT_USAGE
+    return exit_code(result.findings(), fail_on)
+
+
+def _emit_ci(fmt: str, result: object, fail_on: str, *, located: bool) -> None:
+    from doctor import __version__
+    from doctor.commands.lint_files import relative
+    from doctor.playbook.loader import load_playbooks
+    from doctor.render.ci import Target, junit, sarif
+
+    targets = [Target(item.path, tuple(item.result.diagnosis.findings) if item.result else (),
+                      relative(item.path) if located else None, item.line, item.error)
+               for item in result.files if not item.skipped]  # type: ignore[attr-defined]
+    if fmt == "sarif":
+        emit(sarif(targets, load_playbooks().causes, __version__))
+    else:
+        emit(junit(targets, fail_on))
 
 
 def _command_text(words: tuple[str, ...], command_file: str | None) -> str | list[str]:

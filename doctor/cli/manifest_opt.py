@@ -22,12 +22,18 @@ def manifest_option(f: F) -> F:
 
 def manifest_inputs(path: str, command_given: bool, gpu: str | None) -> tuple[str, str | None]:
     """The launch command and GPU from the manifest; what it could not tell goes to stderr, one line each."""
+    command, gpu, _ = manifest_inputs_text(path, command_given, gpu)
+    return command, gpu
+
+
+def manifest_inputs_text(path: str, command_given: bool, gpu: str | None) -> tuple[str, str | None, str]:
+    """:func:`manifest_inputs`, and the manifest's text (what `lint --fix` patches)."""
     from doctor.errors import InputError
-    from doctor.sources.manifest import note_lines, read_manifest
+    from doctor.sources.manifest import note_lines, read_manifest_text
 
     if command_given:
         raise InputError("give the launch command or --manifest, not both")
-    launch = read_manifest(path)
+    launch, text = read_manifest_text(path)
     for line in note_lines(launch):
         click.echo(f"llmdoctor: {line}", err=True)
-    return launch.command, gpu or launch.gpu
+    return launch.command, gpu or launch.gpu, text

@@ -119,13 +119,20 @@ Exit codes: 0 valid; 2 problems, one per line on stderr (FILE:LINE: KEY: message
 """)
 @click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
 def validate_cmd(dirs: tuple[str, ...]) -> int:
-    """Check playbook directories (and the built-ins) against the schema and each other.
+    """Check playbook directories (and the built-ins) against the schema, the fact registry and each other, then
+    run the cases of the directories' cause files.
 
     Every problem is printed as FILE:LINE: KEY: message; exit 2 when there is any.
     """
-    from doctor.playbook.loader import validate_dirs
+    from doctor.playbook.loader import builtin_dir, load_playbooks, validate_dirs
 
     errors = validate_dirs(dirs)
+    if not errors and dirs:  # the user's cause files run their cases, as the test suite runs the built-ins'
+        from doctor.playbook.cases import cases_problems
+
+        pbset = load_playbooks(dirs)
+        builtin = str(builtin_dir())
+        errors = cases_problems(pbset, [c for c in pbset.causes.values() if not c.source.startswith(builtin)])
     for error in errors:
         click.echo(error, err=True)
     if errors:

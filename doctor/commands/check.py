@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 SCHEMA = "llmdoctor.check/1"
 #: Probes whose answer proves an LLM server is there; if none answers, the target could not be examined.
 SERVER_PROBES = ("server", "metrics")
+#: The hung tree's evidence over time: two /metrics scrapes this far apart (unless --sample asks more), and
+#: SGLang's /health_generate (doctor.probes.liveness). Only when the symptom is asked: a healthy check stays
+#: one scrape; the process tree it always reads (~1 ms) names a stopped or dead worker without them.
+HUNG = "hung"
+HUNG_SAMPLE_S = 3.0
 
 
 @dataclass
@@ -46,6 +51,8 @@ class CheckOptions:
     probes: tuple[str, ...] | None = None
     #: per-request deadline of the active probes (None: --timeout)
     active_timeout_s: float | None = None
+    #: --target-version V: also read the launch command as release V would (doctor/engines/upgrade.py)
+    target_version: str | None = None
 
 
 @dataclass
@@ -124,8 +131,12 @@ def run_check(opts: CheckOptions) -> CheckRun:
     from doctor.sources.offline import gather
 
     started = time.perf_counter()
-    opts = replace(opts, offline=with_log_read(replace(opts.offline, playbook_dirs=opts.playbook_dirs)))
     pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
+    if opts.playbook_dirs:  # the user's causes' log signatures read the log as the built-ins' do
+        from doctor.logs.source import signatures
+
+        opts = replace(opts, offline=replace(opts.offline, log_signatures=signatures(pbset)))
+    opts = replace(opts, offline=with_log_read(opts.offline))
     for symptom in opts.symptoms:  # and on a bad --symptom before any active request is sent
         if pbset.find(symptom) is None:
             raise InputError(f"--symptom {symptom}: no such playbook (known: {', '.join(sorted(pbset.playbooks))})")
@@ -135,6 +146,12 @@ def run_check(opts: CheckOptions) -> CheckRun:
         live.update(result.facts)
     offline = _with_snapshot_inputs(opts.offline, extra) if opts.snapshot else opts.offline
     gathered = gather(offline, live=live if results else None)
+    if opts.target_version and gathered.command is not None:
+        from doctor.engines.upgrade import upgrade_facts
+
+        # the command as given, else the one the server's process or /server_info was read from
+        text = offline.command if offline.command is not None else gathered.command.render()
+        upgrade_facts(text, gathered.command, opts.target_version, gathered.facts)
     derive_all(gathered.facts)
     active_ran = opts.active or any(p.name.startswith("active.") for p in results)
     # Without a log, the branches only a log can decide are not "could not check" lines on every run.
@@ -165,7 +182,13 @@ def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None
     target = Target.parse(opts.endpoint)
     api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
     probe_opts = ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
-    results = run_probes(target, probe_opts, names=list(opts.probes) if opts.probes else None)
+    names = list(opts.probes) if opts.probes else None
+    if HUNG in symptoms:
+        from doctor.probes.runner import DEFAULT
+
+        probe_opts = replace(probe_opts, sample_s=max(opts.sample_s, HUNG_SAMPLE_S))
+        names = [*(names or DEFAULT), "liveness"]
+    results = run_probes(target, probe_opts, names=names)
     if opts.active:
         results += active_results(target, probe_opts, results, opts.offline, model=opts.model, symptoms=symptoms,
                                   timeout_s=opts.active_timeout_s)
@@ -228,7 +251,7 @@ def with_log_read(offline: OfflineInputs) -> OfflineInputs:
         return offline
     from doctor.logs.source import read_log_input
 
-    return replace(offline, log=None, log_excerpt=read_log_input(offline.log, offline.playbook_dirs).excerpt)
+    return replace(offline, log=None, log_excerpt=read_log_input(offline.log, offline.log_signatures).excerpt)
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def build_report(card: ModelCard, *, kv_dtype: str = "auto", engine: str | None 
         **{k: card_dict[k] for k in ("model", "attention", "layers", "moe", "mtp_layers", "multimodal",
                                      "modalities", "quantization", "quantization_detail")},
         "kv_cache": _kv_dict(layout, context, by_engine),
-        "capacity": _capacity(card, layout, context, gpu_mem),
+        "capacity": _capacity(card, layout, context, gpu_mem, engine),
         "evidence": card_dict["evidence"],
         "notes": card_dict["notes"],
     }
@@ -58,11 +58,16 @@ def _kv_dict(layout: KVLayout, context: int, by_engine: dict[str, Any]) -> dict[
     }
 
 
-def _capacity(card: ModelCard, layout: KVLayout, context: int, gpu_mem: int | None) -> dict[str, Any] | None:
+def _capacity(card: ModelCard, layout: KVLayout, context: int, gpu_mem: int | None,
+              engine: str | None) -> dict[str, Any] | None:
     if gpu_mem is None:
         return None
+    from doctor.model.band import band_from_card
+
     per_seq = layout.bytes_per_sequence(context)
     budget = gpu_mem - card.weight_bytes
+    # --gpu-mem names no GPU kind: the band is that of the engine's runs on any GPU (docs/plan.md error record)
+    band = band_from_card(card, engine or "vllm", None)
     return {
         "gpu_memory_bytes": gpu_mem,
         "weight_bytes": card.weight_bytes,
@@ -71,6 +76,7 @@ def _capacity(card: ModelCard, layout: KVLayout, context: int, gpu_mem: int | No
         "bytes_per_sequence": per_seq,
         "users": budget // per_seq if budget > 0 and per_seq else (None if budget <= 0 else 0),
         "min_gpus_for_weights": math.ceil(card.weight_bytes / gpu_mem),
+        "band": band.to_dict(),
     }
 
 

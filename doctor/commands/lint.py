@@ -64,7 +64,9 @@ class LintResult:
         }
 
 
-def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = ()) -> LintResult:
+def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: Iterable[str] = (),
+         target_version: str | None = None) -> LintResult:
+    """``target_version``: also read the command as that release would (doctor/engines/upgrade.py)."""
     from doctor.derive import derive_all
     from doctor.derive.analyzers import absent_on_this_device
     from doctor.playbook.engine import diagnose
@@ -72,6 +74,10 @@ def lint(inputs: OfflineInputs, *, symptoms: Iterable[str] = (), playbook_dirs: 
     from doctor.sources.offline import gather
 
     gathered = gather(inputs)
+    if target_version and gathered.command is not None and inputs.command is not None:
+        from doctor.engines.upgrade import upgrade_facts
+
+        upgrade_facts(inputs.command, gathered.command, target_version, gathered.facts)
     derive_all(gathered.facts)
     diagnosis = diagnose(load_playbooks(playbook_dirs), gathered.facts, symptoms,
                          unreachable=UNREACHABLE + absent_on_this_device(gathered.facts))

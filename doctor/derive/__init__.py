@@ -26,12 +26,20 @@ from doctor.derive.analyzers import (
     derive_quantization_match,
     derive_sglang_allow_long_context,
 )
+from doctor.derive.health import (
+    derive_dcgm_gpu_faults,
+    derive_gpu_shortfall,
+    derive_missing_workers,
+    derive_xid_events,
+)
 from doctor.facts import Facts
 from doctor.model.fit import derive_fit
 
 
 def derive_all(facts: Facts) -> Facts:
     derive_from_log(facts)
+    derive_dcgm_gpu_faults(facts)
+    derive_xid_events(facts)
     derive_engine_name(facts)
     derive_gpu_balance(facts)
     derive_device(facts)
@@ -49,6 +57,8 @@ def derive_all(facts: Facts) -> Facts:
     derive_capacity(facts)
     derive_kv_override(facts)
     derive_mem_fraction_picked(facts)
+    derive_missing_workers(facts)
+    derive_gpu_shortfall(facts)
     from doctor.engines.refusals import derive_refused_values
 
     derive_refused_values(facts)

@@ -282,6 +282,11 @@ def derive_capacity(facts: Facts) -> None:
     facts.set("capacity.measured_source", measured.source, measured.source)
     facts.set("capacity.expected_tokens", int(expected), "derived: fit.kv_tokens_per_group")
     facts.set("capacity.ratio", round(measured.value / expected, 3), "derived: measured / expected", observed=True)
+    from doctor.model.band import band_from_facts, margin_note
+
+    note = margin_note(abs(1 - measured.value / expected), band_from_facts(facts), facts.get("launch.engine"),
+                       "shortfall", measured=True)
+    facts.set("capacity.ratio_note", note, "derived: 1 − capacity.ratio against fit.kv_tokens_band")
 
 
 def derive_absent_counters(facts: Facts) -> None:

@@ -37,7 +37,8 @@ def family_facts(facts: Facts) -> Facts:
 
         for key in ("model.family", "model.family_variant", "model.family_alternatives"):
             if key in out:  # no config to confirm it: the name alone decided
-                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json")
+                out.set(key, out.get(key), f"{NAME_ONLY} ({found.matched_by}); low confidence: no config.json",
+                        learnt="guessed")
     return out
 
 

@@ -413,6 +413,23 @@ def _config_match(entries: tuple[dict[str, Any], ...], entry: dict[str, Any], ho
 
 
 # -- facts ------------------------------------------------------------------------------------------------
+def _undeprecated(engine: str, job: str, name: str | None, version: str | None) -> tuple[str, str] | None:
+    """(replacement, why) when ``name`` is deprecated on ``version`` (on the newest release read when the
+    version is unknown: llmdoctor then spells flags as the newest release does), else None."""
+    from doctor.engines.catalog import available
+    from doctor.engines.upgrade import deprecated_parser
+
+    if not name:
+        return None
+    release = version or available(engine)[-1]
+    found = deprecated_parser(engine, "tool_parsers" if job == "tool_parser" else "reasoning_parsers", name, release)
+    if found is None:
+        return None
+    return found["replacement"], (f"{engine} {release} deprecates {name} for {found['replacement']} "
+                                  f"({found['source']})")
+
+
+
 def expected_facts(family: Family, engine: str, version: str | None) -> Facts:
     """What the launch command should say for ``family`` on ``engine`` (at ``version`` when known).
 
@@ -431,13 +448,19 @@ def expected_facts(family: Family, engine: str, version: str | None) -> Facts:
     cited = f"{label}: {family.source(engine)}"
     for job, parser in (("tool_parser", spec.tool), ("reasoning_parser", spec.reasoning)):
         name, since = parser.at(version)
-        facts.set(f"expect.{job}", name, cited)
+        renamed = _undeprecated(engine, job, name, version)
+        if renamed is not None:   # never suggest a name the release deprecates: the engine's own replacement
+            name, why = renamed
+            facts.set(f"expect.{job}", name, f"{cited}; {why}")
+        else:
+            facts.set(f"expect.{job}", name, cited)
         since_source = f"{engine} wheel registry: {parser.registered}" if name == parser.name and \
             parser.registered else cited
         if parser.since_why and name == parser.name:
             since_source += f" ({parser.since_why})"
         facts.set(f"expect.{job}_since", since, since_source)
-        facts.set(f"expect.{job}_accepted", list(parser.accepted(version)), cited)
+        facts.set(f"expect.{job}_accepted", list(dict.fromkeys([*parser.accepted(version), *([name] if name else [])])),
+                  cited)
         if parser.name is None:
             facts.set(f"expect.{job}_why_none", parser.why, cited)
     if engine == "vllm":

@@ -196,16 +196,28 @@ def _tokenise(text: str) -> list[list[str]]:  # noqa: C901 - one state machine
 # ---------------------------------------------------------------------------------------------
 # Locating the launch
 # ---------------------------------------------------------------------------------------------
-def _from_segments(segments: list[list[str]], shape: str) -> Launch:
+def launch_segment(segments: list[list[str]], shape: str = "shell") -> tuple[int, Launch] | None:
+    """The first command of ``segments`` that starts an engine, with its index (``export`` lines before it
+    give their variables to its env); None when no command does."""
     env: dict[str, str] = {}
-    for tokens in segments:
+    for index, tokens in enumerate(segments):
         tokens, local_env = _strip_env(tokens, env)
         if not tokens:
             continue
         launch = _entry(tokens, shape)
         if launch is not None:
             launch.env = {**env, **local_env, **launch.env}
-            return launch
+            return index, launch
+    return None
+
+
+def _from_segments(segments: list[list[str]], shape: str) -> Launch:
+    found = launch_segment(segments, shape)
+    if found is not None:
+        return found[1]
+    env: dict[str, str] = {}
+    for tokens in segments:
+        _strip_env(tokens, env)
     flags_only = [t for seg in segments for t in seg]
     if flags_only and flags_only[0].startswith("-"):
         # only engine arguments (a k8s args: list, a pasted flag list): command.py guesses the engine
@@ -393,6 +405,17 @@ def _containers(node: Any) -> list[dict[str, Any]]:
         for value in node:
             found.extend(_containers(value))
     return found
+
+
+def container_launch(container: dict[str, Any]) -> Launch | None:
+    """The launch a container (``command``, ``args``, ``env``, ``image``) runs, or None; an ``args:`` block with
+    no image is the engine's arguments alone when they are flags."""
+    launch = _from_container(container)
+    if launch is None and "image" not in container:
+        tokens = _as_list(container.get("command")) + _as_list(container.get("args"))
+        if tokens and tokens[0].startswith("-"):
+            return Launch(None, "arguments only", tokens, shape="kubernetes")
+    return launch
 
 
 def _from_container(container: dict[str, Any]) -> Launch | None:

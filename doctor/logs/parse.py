@@ -248,6 +248,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     elif engine == "sglang":
         _sglang(scan, put)
     _problems(scan, put)
+    _xid_events(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
@@ -442,6 +443,15 @@ def _problems(scan: _Scan, put: Any) -> None:
         if len(lines) > MAX_TRACEBACK_LINES:
             lines = lines[:2] + ["..."] + lines[-(MAX_TRACEBACK_LINES - 3):]
         put("log.traceback", lines, "the last traceback")
+
+
+def _xid_events(scan: _Scan, put: Any) -> None:
+    """The NVIDIA driver's Xid lines, when the log given is (or includes) the kernel log: dmesg, journalctl -k."""
+    from doctor.hardware.xid import XID_LINE, parse_line
+
+    events = [e for _, m in scan.all(_rule("NVRM: Xid", XID_LINE.pattern)) if (e := parse_line(m.group(0)))]
+    if events:
+        put("log.xid_events", events[-MAX_ITEMS:], "NVRM: Xid lines (the kernel log)")
 
 
 def _signatures(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list[dict[str, Any]]]) -> None:

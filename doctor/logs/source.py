@@ -4,32 +4,39 @@ playbooks/causes/*.yaml and those of the user's ``--playbooks DIR``, so a cause 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.logs.parse import GUARD, LogReading, log_facts
 from doctor.logs.read import LogText, read_log
 
+if TYPE_CHECKING:
+    from doctor.playbook.loader import PlaybookSet
+
 #: A recorded excerpt holds the lines that gave facts; past this many it was not written by llmdoctor.
 MAX_EXCERPT_LINES = 20_000
 
 
-def signatures(playbook_dirs: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
-    """cause id → its log signatures, from the causes loaded (built-in plus ``playbook_dirs``)."""
-    from doctor.playbook.loader import load_playbooks
-
-    return {c.id: list(c.log_signatures) for c in load_playbooks(playbook_dirs).causes.values() if c.log_signatures}
+Signatures = dict[str, list[dict[str, Any]]]
 
 
-def read_log_input(spec: str, playbook_dirs: Sequence[str] = ()) -> LogReading:
+def signatures(pbset: PlaybookSet | None = None) -> Signatures:
+    """cause id → its log signatures, from the causes of ``pbset`` (the run's playbooks; default: the built-in)."""
+    if pbset is None:
+        from doctor.playbook.loader import load_playbooks
+
+        pbset = load_playbooks()
+    return {c.id: list(c.log_signatures) for c in pbset.causes.values() if c.log_signatures}
+
+
+def read_log_input(spec: str, sigs: Signatures | None = None) -> LogReading:
     """``--log FILE|-``: the facts, and the redacted excerpt a snapshot records."""
-    return log_facts(read_log(spec), signatures(playbook_dirs))
+    return log_facts(read_log(spec), signatures() if sigs is None else sigs)
 
 
-def replay_excerpt(excerpt: dict[str, Any], playbook_dirs: Sequence[str] = ()) -> LogReading:
+def replay_excerpt(excerpt: dict[str, Any], sigs: Signatures | None = None) -> LogReading:
     """The facts of a recorded excerpt: the same parse over the same (already redacted) lines."""
-    return log_facts(excerpt_text(excerpt), signatures(playbook_dirs))
+    return log_facts(excerpt_text(excerpt), signatures() if sigs is None else sigs)
 
 
 def excerpt_text(excerpt: Any, where: str = "extra.inputs.log") -> LogText:

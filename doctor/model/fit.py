@@ -186,6 +186,8 @@ def derive_fit(facts: Facts) -> None:
     if result.weights_per_gpu_bytes is not None:
         facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
         facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
+        if not result.weights_fit:
+            _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
         facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
                   "derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
                   "derived: usable − weights per GPU")
@@ -193,11 +195,46 @@ def derive_fit(facts: Facts) -> None:
         if group_tokens is not None:
             facts.set("fit.kv_tokens_per_group", group_tokens, "derived: kv budget / per-GPU bytes per token")
             facts.set("fit.kv_tokens", group_tokens * layout.kv_groups, "derived: per group × KV groups")
+            _derive_band(facts)
     routed = facts.get("model.moe.experts")
     redundant = facts.get("launch.ep_redundant_experts")
     if isinstance(routed, int) and routed and isinstance(redundant, int):
         facts.set("fit.eplb_extra_fraction", redundant / routed, "derived: redundant / routed experts")
     _derive_context(facts)
+
+
+def _derive_band(facts: Facts) -> None:
+    """fit.kv_tokens_band(_text): how far the record's comparable predictions landed (doctor/model/band.py)."""
+    from doctor.model.band import RECORD_PATH, band_from_facts
+
+    band = band_from_facts(facts)
+    source = f"derived: {RECORD_PATH.name} (tests/data/kv_datapoints.yaml, docs/plan.md error record)"
+    if band.error is not None:
+        facts.set("fit.kv_tokens_band", band.error, source)
+    facts.set("fit.kv_tokens_band_text", band.text(), source)
+
+
+def _derive_weights_margin(facts: Facts, weights: float, usable: float) -> None:
+    """fit.weights_margin_note: whether "the weights do not fit" is decided by more than the weights' band."""
+    from doctor.model.band import WEIGHTS_SETTLED_BY, margin_note, weights_band
+
+    quant = str(facts.get("launch.quantization") or facts.get("model.quantization") or "16-bit")
+    note = margin_note((weights - usable) / weights, weights_band(quant), facts.get("launch.engine"), "weights",
+                       settled_by=WEIGHTS_SETTLED_BY)
+    facts.set("fit.weights_margin_note", note, "derived: (weights − usable) / weights against the record's "
+              "weights band (doctor/model/capacity_record.json)")
+
+
+def _derive_max_len_margin(facts: Facts) -> None:
+    """fit.max_len_margin_note: whether "one request of max_model_len fits" is inside the prediction's band."""
+    from doctor.model.band import band_from_facts, margin_note
+
+    tokens, limit = facts.get("fit.kv_tokens_per_group"), facts.get("fit.max_model_len")
+    if not isinstance(tokens, int) or not isinstance(limit, int) or tokens <= 0:
+        return
+    note = margin_note(abs(tokens - limit) / tokens, band_from_facts(facts), facts.get("launch.engine"), "capacity")
+    facts.set("fit.max_len_margin_note", note, "derived: |fit.kv_tokens_per_group − fit.max_model_len| / "
+              "fit.kv_tokens_per_group against fit.kv_tokens_band")
 
 
 def _derive_context(facts: Facts) -> None:
@@ -208,6 +245,7 @@ def _derive_context(facts: Facts) -> None:
         limit = facts.fact("model.max_context")
     if limit is not None and isinstance(limit.value, int):
         facts.set("fit.max_model_len", limit.value, limit.source)
+        _derive_max_len_margin(facts)
     context = facts.fact("workload.context") or facts.fact("launch.max_model_len")
     if context is None or not isinstance(context.value, int):
         return

@@ -136,12 +136,14 @@ class NonKV:
     #: the share of the memory CUDA does not report (CUDA_UNREPORTED_BYTES × fraction): the fraction applies to
     #: cudaMemGetInfo's total, the GPU's memory here is nvidia-smi's
     unreported: int = 0
+    #: the CUDA graph memory a release takes off the KV pool before sizing it (vLLM ≥ 0.21; 0 with --enforce-eager)
+    cudagraphs: int = 0
 
     @property
     def total(self) -> int:
         # The sampler runs after the forward pass has freed its activations: the profile's peak is the larger.
         return (max(self.activation, self.sampler) + self.non_torch + self.weight_padding + self.hybrid_state
-                + self.unreported)
+                + self.unreported + self.cudagraphs)
 
 
 def _default_tier(tiers: list[dict[str, Any]], gpu_name: str | None, memory: int | None) -> dict[str, Any]:
@@ -172,13 +174,15 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
-                 gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False) -> NonKV | None:
+                 gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
+                 enforce_eager: bool = False) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
     applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
     activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
-    fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs)."""
+    fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
+    so a release that takes their memory off the pool takes nothing."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -204,6 +208,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         rows = min(max_num_seqs, max_num_batched_tokens)
         sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
     graphs = rule("cudagraph_pool", engine, version)
+    taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
+    cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
     padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
     fraction = mem_fraction if mem_fraction is not None and 0 < mem_fraction <= 1 else 0.9
@@ -219,14 +225,16 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + " + the memory CUDA does not report × the fraction"
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
-                 + ("; this release also takes its measured CUDA graph memory off the KV pool (not modelled: "
-                    f"the KV estimate is an upper bound; {graphs.evidence})"
-                    if graphs is not None and graphs.values.get("taken_off_kv") else
+                 + ("; --enforce-eager: no CUDA graphs to take off the KV pool" if taken_off and enforce_eager else
+                    f"; this release also takes its measured CUDA graph memory off the KV pool (estimated at "
+                    f"{cudagraphs / GIB:.2f} GiB, the median vLLM 0.19 logged on H100: the real one varies "
+                    f"0.49-1.92 GiB; {graphs.evidence})" if taken_off and graphs is not None else
                     "; CUDA graphs are captured after the KV pool is sized and do not lower it"
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
-                 + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction))
+                 + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
+                 cudagraphs)
 
 
 def on_nvswitch(interconnect: str | None, nvlink_domain: int | None) -> bool:
@@ -407,7 +415,8 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             max_model_len=number("launch.max_model_len"), gpu_name=facts.get("gpu.name"),
                             gpu_memory_bytes=number("gpu.memory_bytes"),
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
-                            nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")))
+                            nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
+                            enforce_eager=facts.get("launch.flags.enforce_eager") is True)
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")

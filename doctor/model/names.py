@@ -18,7 +18,8 @@ MULTIMODAL_TOKENS = ("vl", "vision", "omni", "llava", "pixtral", "vlm", "audio",
 #: Name tokens → the checkpoint quantization method in the facts vocabulary (model.quantization).
 QUANT_TOKENS = (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("fp4", "nvfp4"), ("awq", "awq"), ("gptq", "gptq"),
                 ("fp8", "fp8"))
-#: In the source of every fact read from a name: the playbook engine makes findings resting on one ``low``.
+#: In the source of every fact read from a name, for people; such facts are set ``learnt="guessed"``, and the
+#: playbook engine makes findings resting on one ``low``.
 NAME_ONLY = "from the model name"
 LOW = "low confidence: no config.json"
 
@@ -37,8 +38,9 @@ def name_facts(name: str) -> Facts:
     shown = redact_text(name)
     hit = next((t for t in words if t in MULTIMODAL_TOKENS), None)
     if hit is not None:
-        out.set("model.multimodal", True, f"{NAME_ONLY} {shown!r} ({hit!r}); {LOW}")
+        out.set("model.multimodal", True, f"{NAME_ONLY} {shown!r} ({hit!r}); {LOW}", learnt="guessed")
     quant = next(((token, method) for token, method in QUANT_TOKENS if token in words), None)
     if quant is not None:
-        out.set("model.quantization", quant[1], f"{NAME_ONLY} {shown!r} ({quant[0]!r} suffix); {LOW}")
+        out.set("model.quantization", quant[1], f"{NAME_ONLY} {shown!r} ({quant[0]!r} suffix); {LOW}",
+                learnt="guessed")
     return out

@@ -30,7 +30,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
                 "assumed": plan.gpu.assumed},
         "workload": {**plan.demand.to_dict(), "rps": plan.request.rps, "text_only": plan.request.text_only},
         "weights": plan.weights.to_dict(),
-        "fit": {name: _fit(p) for name, p in engines.items()},
+        "fit": {name: _fit(plan, p) for name, p in engines.items()},
         "concurrency": {name: _concurrency(plan, p) for name, p in engines.items()},
         "parallelism": {name: {**p.decision.parallelism.to_dict(), "reasons": list(p.decision.reasons)}
                         for name, p in engines.items()},
@@ -54,7 +54,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _fit(p: EnginePlan) -> dict[str, Any]:
+def _fit(plan: Plan, p: EnginePlan) -> dict[str, Any]:
     fit = p.capacity.fit
     return {
         "memory_fraction": p.fraction,
@@ -70,6 +70,7 @@ def _fit(p: EnginePlan) -> dict[str, Any]:
         "kv_groups_per_replica": p.capacity.groups,
         "replicas": p.capacity.replicas,
         "kv_tokens_total": p.capacity.kv_tokens_per_group * p.capacity.groups * p.capacity.replicas,
+        "kv_tokens_band": p.band(plan).to_dict(),
     }
 
 

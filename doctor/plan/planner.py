@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from doctor.engines.families import Family
     from doctor.findings import Finding
     from doctor.hardware.spec import GpuSpec
+    from doctor.model.band import Band
     from doctor.model.card import ModelCard
 
 SCHEMA = "llmdoctor.plan/1"
@@ -69,6 +70,12 @@ class EnginePlan:
     @property
     def capacity(self) -> Capacity:
         return self.decision.capacity
+
+    def band(self, plan: Plan) -> Band:
+        """The error band of this engine's predicted KV pool, from the memory model's record (docs/plan.md)."""
+        from doctor.model.band import band_from_card
+
+        return band_from_card(plan.card, self.engine, plan.gpu.gpu.sm)
 
     def flag_text(self, flag: FlagChoice) -> str:
         from doctor.plan.commands import option_name

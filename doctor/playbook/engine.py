@@ -12,8 +12,9 @@ Semantics of a tree (a list of nodes):
 
 Confidence: a finding resting on at least one observed fact (a metric, NVML, an active probe) is ``high``;
 otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause — and
-``low`` when a fact it rests on was read from the model's name alone (no config found; doctor/model/names.py)
-or when the node itself says ``confidence: low`` (an observation that fits, but does not decide).
+``low`` when a fact it rests on was guessed — the fact registry's ``learnt`` for it (playbooks/facts/), or what
+its producer said of this value (a model's name read with no config found: doctor/model/names.py) — or
+when the node itself says ``confidence: low`` (an observation that fits, but does not decide).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
-from doctor.model.names import NAME_ONLY
 from doctor.playbook.conditions import evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
+from doctor.playbook.registry import Registry
 from doctor.playbook.template import render
 
 #: How to learn an unknown fact, by key or namespace: what the user can add to the command line.
@@ -126,7 +127,8 @@ class _Walk:
                 continue
             path = chain + (outcome.support if outcome else [])
             if "cause" in node:
-                finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts)
+                finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts,
+                                   self.pbset.registry)
                 previous = self.found.get(finding.id)
                 if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
                     self.found[finding.id] = finding
@@ -146,14 +148,21 @@ class _Walk:
                 self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self.facts, node)
 
 
+def _guessed(key: str, facts: Facts, registry: Registry) -> bool:
+    """Whether this fact was guessed: as its producer said of the value, else as the registry says of the key."""
+    fact = facts.fact(key)
+    learnt = fact.learnt if fact is not None and fact.learnt else None
+    return learnt == "guessed" if learnt else registry.guessed(key)
+
+
 def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: list[Evidence],
-             facts: Facts) -> Finding:
+             facts: Facts, registry: Registry) -> Finding:
     evidence = _dedupe(evidence)
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
     if node.get("confidence") == "low":  # the node says the inference is weak: observed facts do not make it sure
         confidence = "low"
-    if confidence != "high" and any(NAME_ONLY in e.source for e in evidence):
-        confidence = "low"  # a fact read from the model's name alone (doctor/model/names.py), no config behind it
+    if confidence != "high" and any(_guessed(e.fact, facts, registry) for e in evidence):
+        confidence = "low"  # e.g. read from the model's name alone (doctor/model/names.py), no config behind it
     what = render(cause.what, facts)
     fix = render(node["fix"], facts) if "fix" in node else render_fix(cause, facts)
     seen = facts.get(f"log.seen.{cause.id.replace('-', '_')}")

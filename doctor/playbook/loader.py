@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,8 @@ class Cause:
     log_node: dict[str, Any] = field(default_factory=dict)
     #: scenario facts in, verdict out (the test suite runs them): ({symptom, facts, evidence, negative}, ...)
     cases: tuple[dict[str, Any], ...] = ()
+    #: the fix as flag operations `lint --fix` applies (doctor/fix/plan.py): ({op, flag, to, value, each, ...}, ...)
+    edits: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,9 @@ class PlaybookSet:
     #: per registry namespace: its title and notes (docs/facts.md)
     fact_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def registry(self) -> Registry:
-        """The fact registry these playbooks were checked against."""
+        """The fact registry these playbooks were checked against (read once all of it is loaded)."""
         return Registry(self.facts)
 
     def find(self, symptom: str) -> Playbook | None:
@@ -256,6 +258,7 @@ def _load_cause(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet,
         evidence=tuple(data.get("evidence", ())), source=where,
         log_signatures=tuple(data.get("log_signatures", ())), behaviour=dict(data.get("behaviour") or {}),
         log_node=dict(data.get("log_node") or {}), cases=tuple(data.get("cases", ())),
+        edits=tuple(data.get("edits", ())),
     )
     for index, sig in enumerate(data.get("log_signatures", ())):
         if "pattern" not in sig:
@@ -265,21 +268,35 @@ def _load_cause(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet,
         except re.error as exc:
             errors.append(f"{path}:{line_of(node, ['log_signatures', index])}: "
                           f"log_signatures pattern: not a valid regular expression: {exc}")
+    names.extend(_cause_names(path, data, node))
+
+
+def _cause_names(path: Path, data: dict[str, Any], node: Any) -> list[tuple[str, str]]:
+    """(fact key, file:line) for every fact a cause file names: its texts' placeholders, evidence, log_node
+    conditions, edits and cases."""
     from doctor.playbook.template import placeholders
 
-    at = lambda *location: f"{path}:{line_of(node, list(location))}"  # noqa: E731 - a short local alias
+    def at(*location: Any) -> str:
+        return f"{path}:{line_of(node, list(location))}"
+
+    names: list[tuple[str, str]] = []
     for field_name in ("title", "what", "why"):
         names.extend((key, at(field_name)) for key in placeholders(data[field_name]))
     for engine, text in data["fix"].items():
         names.extend((key, at("fix", engine)) for key in placeholders(text))
     names.extend((key, at("evidence", i)) for i, key in enumerate(data.get("evidence", ())))
-    names.extend((cond["fact"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), []))
-    names.extend((cond["ref"], at("log_node", *loc)) for loc, cond in _conditions(data.get("log_node", {}), [])
-                 if "ref" in cond)
+    for loc, cond in _conditions(data.get("log_node", {}), []):
+        names.extend((cond[k], at("log_node", *loc)) for k in ("fact", "ref") if k in cond)
+    for i, edit in enumerate(data.get("edits", ())):
+        names.extend((key, at("edits", i, part)) for part in ("flag", "to", "value") if part in edit
+                     for key in placeholders(str(edit[part])))
+        if "each" in edit:
+            names.append((edit["each"], at("edits", i, "each")))
     for i, case in enumerate(data.get("cases", ())):
         for part in ("facts", "negative"):
             names.extend((key, at("cases", i, part, key)) for key in case.get(part) or {})
         names.extend((key, at("cases", i, "evidence", j)) for j, key in enumerate(case.get("evidence", ())))
+    return names
 
 
 def _load_tree(path: Path, data: dict[str, Any], node: Any, pbset: PlaybookSet, errors: list[str],

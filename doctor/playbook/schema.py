@@ -124,6 +124,24 @@ _CASE: dict[str, Any] = {
     },
 }
 
+#: One flag operation of a cause's fix (doctor/fix/plan.py): ``<field>`` reads an item of ``each``, ``{fact}`` a fact.
+_EDIT: dict[str, Any] = {
+    "type": "object",
+    "required": ["op", "flag"],
+    "additionalProperties": False,
+    "properties": {
+        "op": {"enum": ["remove", "replace", "set", "add"]},
+        "flag": {"type": "string", "minLength": 1},
+        "to": {"type": "string", "minLength": 1},
+        "value": {"type": ["string", "integer"]},
+        "each": {"type": "string", "pattern": FACT_KEY},
+        "engine": {"enum": ["vllm", "sglang"]},
+        "class": {"enum": ["print-only"]},
+    },
+    "allOf": [{"if": {"properties": {"op": {"const": "replace"}}}, "then": {"required": ["to"]}},
+              {"if": {"properties": {"op": {"const": "set"}}}, "then": {"required": ["value"]}}],
+}
+
 #: One cause, one file: ``playbooks/causes/<id>.yaml`` (or ``causes/<id>.yaml`` in a user's directory).
 CAUSE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -166,6 +184,8 @@ CAUSE_SCHEMA: dict[str, Any] = {
             },
         },
         "cases": {"type": "array", "items": _CASE},
+        # the fix as flag operations `lint --fix` applies (doctor/fix/plan.py)
+        "edits": {"type": "array", "minItems": 1, "items": _EDIT},
     },
     "$defs": {"condition": _CONDITION},
 }

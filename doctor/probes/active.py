@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from doctor.errors import InputError
@@ -300,7 +300,8 @@ class LatencyProbe(_Probe):
     def fetch(self, target: Target, opts: ProbeOptions) -> dict[str, Any]:
         cfg = spec()["latency"]
         bodies = [self.body(cfg["messages"], cfg["ttft_max_tokens"]), self.body(cfg["messages"], cfg["total_max_tokens"])]
-        first = _send(target, opts, bodies[0], "ttft")
+        within = replace(opts, timeout_s=min(opts.timeout_s, float(cfg["answer_within_s"])))
+        first = _send(target, within, bodies[0], "ttft")
         records = [first] if not _ok(first) else [first, _send(target, opts, bodies[1], "total")]
         return {"model": self.ctx.model, "budget": _budget(bodies), "requests": records}
 
@@ -309,7 +310,10 @@ class LatencyProbe(_Probe):
         records = raw.get("requests") or []
         error = _first_error(records)
         if not records or not _ok(records[0]):
-            return {"error": error or "no request was made"}
+            obs = {"error": error or "no request was made"}
+            if records and records[0].get("kind") == "timeout":
+                obs["no_token_within_s"] = round(records[0]["latency_ms"] / 1000, 1)
+            return obs
         obs: dict[str, Any] = {"ttft_s": round(records[0]["latency_ms"] / 1000, 4),
                                "system_fingerprint": records[0]["answer"].get("system_fingerprint")}
         if len(records) > 1 and _ok(records[1]):
@@ -323,6 +327,9 @@ class LatencyProbe(_Probe):
     def record_facts(cls, obs: dict[str, Any], facts: Facts) -> None:
         from doctor.probes.server import fingerprint_facts
 
+        if "no_token_within_s" in obs:
+            facts.set("active.latency.no_token_within_s", obs["no_token_within_s"],
+                      "active latency probe: a one-token completion that timed out", observed=True)
         if "ttft_s" in obs:
             facts.set("active.latency.ttft_s", obs["ttft_s"],
                       "active latency probe: a one-token completion (time to first token, not streamed)",

@@ -21,6 +21,8 @@ from typing import Any
 from doctor.facts import Facts
 
 NVML_SOURCE = "nvml"
+#: The longest a sampling run waits for NVML Xid events (bounded: the run's budget includes it).
+XID_WAIT_S = 2.0
 
 
 @dataclass
@@ -53,6 +55,22 @@ class GpuReading:
     retire_pending: bool | None = None
     power_w: float | None = None
     power_limit_w: float | None = None
+    # health (doctor/hardware/gpu_health.py): None = not reported
+    temp_c: float | None = None
+    temp_slowdown_c: float | None = None
+    temp_shutdown_c: float | None = None
+    clocks_event_reasons: list[str] | None = None  # active reason names (gpu_health.REASONS)
+    sm_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    pcie_replays: int | None = None
+    nvlink_down: list[int] | None = None  # links inactive while others of this GPU are active
+    nvlink_errors: int | None = None  # replay + recovery + CRC errors over all links
+    persistence: bool | None = None
+    xid_events: list[dict[str, Any]] = field(default_factory=list)  # seen during the probe's event wait
     links: dict[int, str] = field(default_factory=dict)
     processes: list[GpuProcess] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -88,11 +106,12 @@ class ProbeOutput:
 
 
 # ------------------------------------------------------------------------------------------ live NVML
-def read_nvml(timeout_s: float = 2.0, *, nvml: Any = None) -> ProbeOutput:
+def read_nvml(timeout_s: float = 2.0, *, nvml: Any = None, xid_wait_s: float = 0.0) -> ProbeOutput:
     """Read every GPU through NVML within ``timeout_s`` (a wedged driver can hang nvmlInit forever).
 
     ``nvml`` is the pynvml module (imported here, lazily, when None): the seam tests use to exercise the
-    error and timeout paths without a driver.
+    error and timeout paths without a driver. ``xid_wait_s`` > 0 also waits that long for Xid events (a run
+    that samples over time: --sample, --symptom hung).
     """
     started = time.perf_counter()
     box: dict[str, Any] = {}
@@ -106,13 +125,13 @@ def read_nvml(timeout_s: float = 2.0, *, nvml: Any = None) -> ProbeOutput:
                     box["error"] = f"NVML unavailable: {absent}"
                     return
                 import pynvml as module  # lazy: nvidia-ml-py is only needed when a live GPU is read
-            box["out"] = _read_nvml_blocking(module)
+            box["out"] = _read_nvml_blocking(module, int(xid_wait_s * 1000))
         except Exception as exc:  # noqa: BLE001 - any NVML failure is a fact, never a crash
             box["error"] = f"NVML unavailable: {_one_line(exc)}"
 
     worker = threading.Thread(target=work, name="llmdoctor-nvml", daemon=True)
     worker.start()
-    worker.join(timeout_s)
+    worker.join(timeout_s + xid_wait_s)
     elapsed = (time.perf_counter() - started) * 1000
     if worker.is_alive():
         return ProbeOutput(NVML_SOURCE, error=f"NVML did not answer within {timeout_s:g}s", elapsed_ms=elapsed)
@@ -135,11 +154,13 @@ def _no_driver() -> str | None:
     return "no NVIDIA driver on this host (neither /proc/driver/nvidia nor /dev/nvidiactl exists)"
 
 
-def _read_nvml_blocking(nvml: Any) -> ProbeOutput:
+def _read_nvml_blocking(nvml: Any, xid_wait_ms: int = 0) -> ProbeOutput:
     nvml.nvmlInit()
     try:
         driver = _text(_try(nvml.nvmlSystemGetDriverVersion))
         readings = [_read_device(nvml, i) for i in range(nvml.nvmlDeviceGetCount())]
+        if xid_wait_ms > 0:
+            _wait_xid(nvml, readings, xid_wait_ms)
     finally:
         _try(nvml.nvmlShutdown)
     return ProbeOutput(NVML_SOURCE, readings=readings, driver=driver)
@@ -174,6 +195,7 @@ def _read_device(nvml: Any, index: int) -> GpuReading:
     limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
     reading.power_w = power / 1000 if power is not None else None
     reading.power_limit_w = limit / 1000 if limit is not None else None
+    _read_health(nvml, handle, reading)
     for proc in _try(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or ():
         used = getattr(proc, "usedGpuMemory", None)
         gi = getattr(proc, "gpuInstanceId", None)
@@ -182,6 +204,76 @@ def _read_device(nvml: Any, index: int) -> GpuReading:
             used_bytes=int(used) if isinstance(used, int) and used < 2**63 else None,
             gpu_instance=gi if reading.mig and isinstance(gi, int) and gi < 2**31 else None))
     return reading
+
+
+def _read_health(nvml: Any, handle: Any, reading: GpuReading) -> None:
+    """Temperatures and thresholds, clocks-event reasons, clocks, PCIe link, NVLink links, persistence mode: each an
+    optional query, None where this pynvml or driver lacks it (tools/capture_nvml.py reads the same calls on a
+    real GPU into a fixture)."""
+    from doctor.hardware.gpu_health import reasons_from_mask
+
+    def query(name: str, *consts: str, link: int | None = None) -> Any:
+        fn = getattr(nvml, name, None)
+        values = [getattr(nvml, c, None) for c in consts]
+        if fn is None or any(v is None for v in values):
+            return None
+        return _try(fn, handle, *([] if link is None else [link]), *values)
+
+    reading.temp_c = query("nvmlDeviceGetTemperature", "NVML_TEMPERATURE_GPU")
+    reading.temp_slowdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN")
+    reading.temp_shutdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN")
+    mask = query("nvmlDeviceGetCurrentClocksEventReasons")  # renamed from …ThrottleReasons in R535
+    mask = query("nvmlDeviceGetCurrentClocksThrottleReasons") if mask is None else mask
+    reading.clocks_event_reasons = reasons_from_mask(int(mask)) if mask is not None else None
+    reading.sm_clock_mhz = query("nvmlDeviceGetClockInfo", "NVML_CLOCK_SM")
+    reading.sm_clock_max_mhz = query("nvmlDeviceGetMaxClockInfo", "NVML_CLOCK_SM")
+    reading.pcie_gen = query("nvmlDeviceGetCurrPcieLinkGeneration")
+    reading.pcie_gen_max = query("nvmlDeviceGetMaxPcieLinkGeneration")
+    reading.pcie_width = query("nvmlDeviceGetCurrPcieLinkWidth")
+    reading.pcie_width_max = query("nvmlDeviceGetMaxPcieLinkWidth")
+    reading.pcie_replays = query("nvmlDeviceGetPcieReplayCounter")
+    persistence = query("nvmlDeviceGetPersistenceMode")
+    reading.persistence = None if persistence is None else persistence == getattr(nvml, "NVML_FEATURE_ENABLED", 1)
+    states: dict[int, bool] = {}
+    errors = 0
+    for link in range(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18))):
+        state = query("nvmlDeviceGetNvLinkState", link=link)
+        if state is None:  # no such link (or no NVLink at all)
+            continue
+        states[link] = state == getattr(nvml, "NVML_FEATURE_ENABLED", 1)
+        for counter in ("NVML_NVLINK_ERROR_DL_REPLAY", "NVML_NVLINK_ERROR_DL_RECOVERY", "NVML_NVLINK_ERROR_DL_CRC_FLIT"):
+            errors += query("nvmlDeviceGetNvLinkErrorCounter", counter, link=link) or 0
+    if any(states.values()):
+        reading.nvlink_down = [link for link, up in states.items() if not up]
+        reading.nvlink_errors = errors
+
+
+def _wait_xid(nvml: Any, readings: list[GpuReading], wait_ms: int) -> None:
+    """Xid events NVML delivers within ``wait_ms`` (NVML reports only events that happen while registered: the
+    kernel log holds the past ones)."""
+    from doctor.hardware.xid import event
+
+    create = getattr(nvml, "nvmlEventSetCreate", None)
+    events = _try(create) if create else None
+    if events is None:
+        return
+    try:
+        handles = {}
+        for reading in readings:
+            handle = nvml.nvmlDeviceGetHandleByIndex(reading.index)
+            _try(nvml.nvmlDeviceRegisterEvents, handle, nvml.nvmlEventTypeXidCriticalError, events)
+            handles[reading.uuid] = reading
+        deadline = time.monotonic() + wait_ms / 1000
+        while (left := deadline - time.monotonic()) > 0:
+            data = _try(nvml.nvmlEventSetWait_v2, events, max(1, int(left * 1000)))
+            if data is None:  # NVML_ERROR_TIMEOUT: nothing happened
+                break
+            uuid = _text(_try(nvml.nvmlDeviceGetUUID, data.device))
+            target = handles.get(uuid) or readings[0]
+            target.xid_events.append(event(int(data.eventData), target.bus_id or str(target.index),
+                                           "NVML event (nvmlEventTypeXidCriticalError)"))
+    finally:
+        _try(nvml.nvmlEventSetFree, events)
 
 
 def _count_mig_devices(nvml: Any, handle: Any) -> int | None:
@@ -224,7 +316,8 @@ def fetch(target: object, opts: object) -> dict[str, Any]:
     if elsewhere is not None:
         return ProbeOutput(NVML_SOURCE, error=f"{elsewhere}: the GPUs here are not its GPUs (pass --gpu "
                            "NAME:COUNT, or run llmdoctor on the server's host)").to_raw()
-    return read_nvml(float(getattr(opts, "timeout_s", 2.0))).to_raw()
+    sample_s = float(getattr(opts, "sample_s", 0.0) or 0.0)
+    return read_nvml(float(getattr(opts, "timeout_s", 2.0)), xid_wait_s=min(sample_s, XID_WAIT_S)).to_raw()
 
 
 def interpret(raw: dict[str, Any]) -> Facts:
@@ -278,6 +371,7 @@ def gpu_probe_facts(readings: list[GpuReading], source: str) -> Facts:
                  for r in readings for p in r.processes]
     facts.set("gpu.processes", processes, f"{source} compute processes", observed=True)
     facts.set("gpu.health_issues", [issue for r in readings for issue in _health(r)], f"{source} health", observed=True)
+    _fault_facts(facts, readings, source)
     problems = [p for r in readings for p in r.problems]
     if problems:
         facts.set("gpu.read_problems", problems, f"{source} parse", observed=True)
@@ -334,6 +428,26 @@ def _device_summary(r: GpuReading) -> dict[str, Any]:
     keys = ("index", "name", "bus_id", "sm", "memory_total", "memory_used", "util", "mig", "mig_devices",
             "ecc_uncorrected", "power_w", "power_limit_w")
     return {k: getattr(r, k) for k in keys}
+
+
+#: gpu_health.faults kind -> the fact listing the GPUs with it (each set only where the readings report the field)
+FAULT_FACTS = {"clocks": ("gpu.clocks_slowed", "clocks_event_reasons"), "hot": ("gpu.too_hot", "temp_c"),
+               "pcie": ("gpu.pcie_degraded", "pcie_width"), "nvlink": ("gpu.nvlink_down", "nvlink_down"),
+               "persistence": ("gpu.persistence_off", "persistence")}
+
+
+def _fault_facts(facts: Facts, readings: list[GpuReading], source: str) -> None:
+    """One list fact per health fault (doctor/hardware/gpu_health.py), empty when every GPU reporting the field
+    is fine, unset when none reports it; the Xid events NVML delivered during the probe as gpu.xid_live."""
+    from doctor.hardware.gpu_health import faults
+
+    found = [faults(r) for r in readings]
+    for kind, (key, attr) in FAULT_FACTS.items():
+        if any(getattr(r, attr) is not None for r in readings):
+            facts.set(key, [f[kind] for f in found if f[kind]], f"{source} {attr.replace('_', ' ')}", observed=True)
+    events = [e for r in readings for e in r.xid_events]
+    if source == NVML_SOURCE:
+        facts.set("gpu.xid_live", events, f"{source} Xid event wait", observed=True)
 
 
 def _health(r: GpuReading) -> list[str]:

@@ -256,6 +256,7 @@ def interpret(raw: dict[str, Any]) -> Facts:
     _capacity(facts, now, engine)
     if len(scrapes) == 2:
         _rates(facts, scrapes[0], now, engine)
+        _progress(facts, scrapes[0], now, engine)
     else:
         _throughput_gauges(facts, now, engine)
         why = (str(records[1]["error"]) if len(records) > 1 else
@@ -593,6 +594,28 @@ def _rates(facts: Facts, before: _Scrape, now: _Scrape, engine: str) -> None:
     hit_rate = _hit_rate(now, before, engine)
     if hit_rate is not None:
         facts.set("metrics.prefix_hit_rate", hit_rate[0], hit_rate[1], observed=True)
+
+
+def _progress(facts: Facts, before: _Scrape, now: _Scrape, engine: str) -> None:
+    """Whether the engine moved between the scrapes: requests in flight (running or queued, in either scrape)
+    while neither the prompt nor the generated-token counter grew is an engine that stopped making progress;
+    metrics.queued_delta says whether the queue grew meanwhile. Unknown when a counter is absent."""
+    in_flight = max(sum(int(_total(found[1])) for found in (s.find(c, engine) for c in ("running", "queued")) if found)
+                    for s in (before, now))
+    old_q, new_q = before.find("queued", engine), now.find("queued", engine)
+    span = f"over {now.at_s - before.at_s:.1f}s"
+    if old_q and new_q:
+        facts.set("metrics.queued_delta", int(_total(new_q[1]) - _total(old_q[1])),
+                  f"derived: change of {_source(new_q[0])} {span}", observed=True)
+    moved = [facts.get(f"metrics.{k}") for k in ("gen_tokens_per_s", "prompt_tokens_per_s")]
+    if any(m is None for m in moved):
+        facts.error("metrics.stalled", "a token counter is missing from a scrape: progress cannot be told")
+        return
+    facts.set("metrics.in_flight", in_flight, f"derived: most running + queued requests in either scrape {span}",
+              observed=True)
+    facts.set("metrics.stalled", in_flight > 0 and not any(moved),
+              f"derived: {in_flight} request(s) in flight and the prompt/generation token counters "
+              f"{'unchanged' if not any(moved) else 'moving'} {span}", observed=True)
 
 
 def _throughput_gauges(facts: Facts, scrape: _Scrape, engine: str) -> None:

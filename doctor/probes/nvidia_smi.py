@@ -97,6 +97,32 @@ def _from_xml(text: str, problems: list[str]) -> list[GpuReading]:
     return readings
 
 
+def _xml_health(reading: GpuReading, gpu: Any, find: Any) -> None:
+    """The health fields of ``-q -x`` (schemas v12/v13; ``clocks_throttle_reasons`` before R535)."""
+    from doctor.hardware.gpu_health import REASONS
+
+    block = gpu.find("clocks_event_reasons")
+    prefix = "clocks_event_reason_"
+    if block is None:
+        block, prefix = gpu.find("clocks_throttle_reasons"), "clocks_throttle_reason_"
+    if block is not None:
+        values = {e.tag.removeprefix(prefix): (e.text or "").strip().lower() for e in block}
+        names = {n for n, _, _ in REASONS.values()} | {"display_clocks_setting"}
+        reading.clocks_event_reasons = [n.replace("display_clocks_setting", "display_clock_setting")
+                                        for n, v in values.items() if n in names and v == "active"]
+    reading.temp_c = _number(find("temperature/gpu_temp"))
+    reading.temp_slowdown_c = _number(find("temperature/gpu_temp_slow_threshold"))
+    reading.temp_shutdown_c = _number(find("temperature/gpu_temp_max_threshold"))
+    reading.sm_clock_mhz = _number(find("clocks/sm_clock"))
+    reading.sm_clock_max_mhz = _number(find("max_clocks/sm_clock"))
+    reading.pcie_gen = _int(find("pci/pci_gpu_link_info/pcie_gen/current_link_gen"))
+    reading.pcie_gen_max = _int(find("pci/pci_gpu_link_info/pcie_gen/max_link_gen"))
+    reading.pcie_width = _int(find("pci/pci_gpu_link_info/link_widths/current_link_width"))
+    reading.pcie_width_max = _int(find("pci/pci_gpu_link_info/link_widths/max_link_width"))
+    reading.pcie_replays = _int(find("pci/replay_counter"))
+    reading.persistence = _yes(find("persistence_mode"))
+
+
 def _xml_gpu(index: int, gpu: Any) -> GpuReading:
     def find(*paths: str) -> str | None:
         """The first of ``paths`` with a value (schemas moved fields between versions)."""
@@ -122,6 +148,7 @@ def _xml_gpu(index: int, gpu: Any) -> GpuReading:
     reading.retire_pending = _yes(find("retired_pages/pending_retirement"))
     reading.power_w = _number(find("gpu_power_readings/power_draw", "power_readings/power_draw"))
     reading.power_limit_w = _number(find("gpu_power_readings/current_power_limit", "power_readings/power_limit"))
+    _xml_health(reading, gpu, find)
     for proc in gpu.findall("processes/process_info"):
         pid = _int(proc.findtext("pid"))
         if pid is None:
@@ -196,7 +223,33 @@ def _csv_gpu(n: int, header: list[str], row: list[str]) -> GpuReading:
     reading.retire_pending = _yes(cell("retired_pages.pending")[0])
     reading.power_w = _number(cell("power.draw")[0])
     reading.power_limit_w = _number(cell("power.limit")[0])
+    _csv_health(reading, cell)
     return reading
+
+
+def _csv_health(reading: GpuReading, cell: Any) -> None:
+    """The health columns of --query-gpu (names: ``nvidia-smi --help-query-gpu``); ``clocks_throttle_reasons.*``
+    is the pre-R535 spelling of ``clocks_event_reasons.*``."""
+    from doctor.hardware.gpu_health import REASONS
+
+    active, seen = [], False
+    for name, _, _ in REASONS.values():
+        value = cell(f"clocks_event_reasons.{name}")[0] or cell(f"clocks_throttle_reasons.{name}")[0]
+        if value is not None and value.strip().lower() not in _NA:
+            seen = True
+            if value.strip().lower() == "active":
+                active.append(name)
+    reading.clocks_event_reasons = active if seen else None
+    reading.temp_c = _number(cell("temperature.gpu")[0])
+    margin = _number(cell("temperature.gpu.tlimit")[0])  # degrees left before the GPU slows down (T.Limit)
+    if reading.temp_c is not None and margin is not None:
+        reading.temp_slowdown_c = reading.temp_c + margin
+    reading.sm_clock_mhz = _number(cell("clocks.current.sm")[0] or cell("clocks.sm")[0])
+    reading.sm_clock_max_mhz = _number(cell("clocks.max.sm")[0])
+    reading.pcie_gen, reading.pcie_gen_max = _int(cell("pcie.link.gen.current")[0]), _int(cell("pcie.link.gen.max")[0])
+    reading.pcie_width = _int(cell("pcie.link.width.current")[0])
+    reading.pcie_width_max = _int(cell("pcie.link.width.max")[0])
+    reading.persistence = _yes(cell("persistence_mode")[0])
 
 
 def _attach_compute_apps(text: str, readings: list[GpuReading], problems: list[str]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from doctor.facts import Facts
 from doctor.probes import procfs
-from doctor.probes.base import ProbeOptions, Target, not_this_host
+from doctor.probes.base import ProbeOptions, Target, load_data, not_this_host
 from doctor.redact import MASK, redact_argv, redact_env
 
 NAME = "process"
@@ -97,6 +97,8 @@ def _read(pid: int, how: str, others: list[int] | None = None) -> dict[str, Any]
         return {"found": False, "pid": pid, "reason": f"port forwarded by {name} (pid {pid}) into a container: "
                 "run llmdoctor inside the container, or pass --pid of the server there"}
     raw: dict[str, Any] = {"found": True, "pid": pid, "how": how, "argv": redact_argv(argv), "name": name}
+    if procfs.available():  # the engine's own processes: ~1 ms for a server's handful (hung: doctor/playbooks)
+        raw["tree"] = procfs.tree(pid)
     if others:
         raw["other_pids"] = others
     if env is None:
@@ -157,4 +159,33 @@ def interpret(raw: dict[str, Any]) -> Facts:
             facts.set(f"launch.env.{name}", value, f"{source} environ")
     else:
         facts.error("process.env", str(raw.get("env_error") or "environment not read"))
+    if "tree" in raw:
+        tree_facts(facts, raw["tree"], source)
     return facts
+
+
+#: state letter -> the fact that lists the server's processes in it (procfs.STOPPED and kin)
+_BAD_STATES = {procfs.STOPPED: "process.stopped", procfs.TRACED: "process.stopped",
+               procfs.UNINTERRUPTIBLE: "process.uninterruptible", procfs.ZOMBIE: "process.zombies"}
+
+
+def tree_facts(facts: Facts, tree: list[dict[str, Any]], source: str) -> None:
+    """The server's process tree as facts: every process with its role (process_roles.yaml), the ones stopped
+    (T: SIGSTOP, a debugger), in uninterruptible sleep (D: a driver or file-system call that does not return)
+    or dead and unreaped (Z), and how many rank workers are alive."""
+    procs = [{"pid": p["pid"], "title": p["title"], "state": p["state"], "role": process_role(str(p["title"]))}
+             for p in tree]
+    where = f"{source} tree (/proc/PID/stat state, cmdline title)"
+    facts.set("process.tree", procs, where, observed=True)
+    for key in dict.fromkeys(_BAD_STATES.values()):
+        facts.set(key, [p for p in procs if _BAD_STATES.get(str(p["state"])) == key], where, observed=True)
+    facts.set("process.workers", sum(p["role"] == "worker" and p["state"] != procfs.ZOMBIE for p in procs),
+              f"{where}: processes titled as one rank's worker", observed=True)
+
+
+def process_role(title: str) -> str:
+    """What an engine process does, from its title (``other`` for a process no engine names)."""
+    import re
+
+    rules = load_data("process_roles.yaml")["roles"]
+    return next((r["role"] for r in rules if re.match(r["title"], title)), "other")

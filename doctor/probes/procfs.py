@@ -98,3 +98,67 @@ def pids_launched_with_port(port: int) -> list[int]:
                for i, w in enumerate(argv)):
             found.append(int(entry.name))
     return sorted(found)
+
+
+#: Process states (the third field of /proc/PID/stat) a serving engine's process should never sit in.
+STOPPED, TRACED, UNINTERRUPTIBLE, ZOMBIE = "T", "t", "D", "Z"
+
+
+def stat(pid: int) -> tuple[str, int, str]:
+    """(state letter, parent pid, comm) from /proc/PID/stat; FileNotFoundError when the pid is gone.
+
+    comm sits in parentheses and may itself hold spaces or ')' (a process may name itself anything), so the
+    fields after it are read from the last ')'.
+    """
+    text = (PROC / str(pid) / "stat").read_text(errors="replace")
+    head, _, tail = text.rpartition(")")
+    fields = tail.split()
+    return fields[0], int(fields[1]), head.partition("(")[2]
+
+
+def title(pid: int) -> str:
+    """The process title: argv[0] as the process left it. Engines rename their processes with setproctitle
+    (``VLLM::EngineCore``, ``sglang::scheduler_TP0``), which overwrites the argv area; comm keeps only 15
+    characters of it."""
+    raw = (PROC / str(pid) / "cmdline").read_bytes()[:256]
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` from /proc/PID/task/*/children (one small file per thread); without that
+    file (a kernel built without CONFIG_PROC_CHILDREN) every /proc/*/stat is read for its parent."""
+    kids: list[int] = []
+    try:
+        with os.scandir(PROC / str(pid) / "task") as tasks:
+            for task in tasks:
+                kids += [int(k) for k in (Path(task.path) / "children").read_text().split()]
+        return sorted(set(kids))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return []
+    for entry in os.scandir(PROC):
+        if entry.name.isdigit():
+            try:
+                if stat(int(entry.name))[1] == pid:
+                    kids.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return sorted(kids)
+
+
+def tree(pid: int, limit: int = 256) -> list[dict[str, object]]:
+    """``pid`` and its descendants, parents before children: pid, ppid, state, comm and title of each (at most
+    ``limit`` processes; the ones that exit while being read are left out)."""
+    out: list[dict[str, object]] = []
+    queue = [pid]
+    while queue and len(out) < limit:
+        current = queue.pop(0)
+        try:
+            state, ppid, comm = stat(current)
+            name = title(current) or comm
+        except (OSError, ValueError, IndexError):
+            continue
+        out.append({"pid": current, "ppid": ppid, "state": state, "comm": comm, "title": name})
+        queue += children(current)
+    return out

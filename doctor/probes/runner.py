@@ -22,7 +22,10 @@ PROBES: dict[str, str] = {
     "metrics": "doctor.probes.metrics",
     "process": "doctor.probes.process",
     "gpu": "doctor.probes.gpu",
+    "liveness": "doctor.probes.liveness",
 }
+#: What a run without ``names`` probes: liveness generates a token, so only the hung tree asks for it.
+DEFAULT = ("server", "metrics", "process", "gpu")
 
 
 def probe_module(name: str) -> ProbeModule:
@@ -34,7 +37,7 @@ def probe_module(name: str) -> ProbeModule:
 
 def run_probes(target: Target, opts: ProbeOptions, names: Iterable[str] | None = None) -> list[ProbeResult]:
     """Every named probe (all by default), concurrently; one result per probe, in the order asked."""
-    modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else PROBES)]
+    modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else DEFAULT)]
     results: dict[str, ProbeResult] = {}
 
     def work(module: ProbeModule) -> None:

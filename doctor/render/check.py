@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from doctor.humanize import readable
+from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
@@ -135,6 +136,9 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
         budget = _active_budget(run)
         if budget:
             out += labelled("active", budget.removeprefix("active probes: "), cols, indent=0)
+    summary = capacity_summary(run.facts)
+    if summary:
+        out += labelled("capacity", summary, cols, indent=0)
     out += [line for n in run.gathered.notes for line in labelled("note", n, cols, indent=0)]
     findings, unchecked = run.diagnosis.findings, run.diagnosis.unchecked
     if run.unreachable:

@@ -118,7 +118,8 @@ def _capacity_line(cap: dict[str, Any]) -> str:
         return (f"weights {weights} do not fit one {gpu} GPU: shard over ≥ {cap['min_gpus_for_weights']} "
                 "GPUs before any KV")
     return (f"one {gpu} GPU − {weights} weights leaves {format_bytes(cap['kv_budget_bytes'])} → "
-            f"≈ {cap['users']} users at {format_tokens(cap['context'])} (upper bound: no activation reserve)")
+            f"≈ {cap['users']} users at {format_tokens(cap['context'])} (upper bound: no activation reserve; "
+            f"full predictions: {cap['band']['text']})")
 
 
 def _short(value: Any) -> str:

@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING
 import click
 
 from doctor.humanize import readable
+from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
     from doctor.commands.lint import LintResult
+    from doctor.commands.lint_files import FilesResult
+    from doctor.findings import Finding
+    from doctor.fix.apply import FixResult
 
 
 def _header(result: LintResult) -> list[str]:
@@ -37,6 +41,9 @@ def _header(result: LintResult) -> list[str]:
         lines.append(f"model: unknown — {facts.unknown_reason('model')}")
     if "gpu.name" in facts:
         lines.append(f"gpus: {facts.get('gpu.count') or '?'}× {facts.get('gpu.name')} (sm_{facts.get('gpu.sm')})")
+    summary = capacity_summary(facts)
+    if summary:
+        lines.append(f"fit: {summary}")
     return lines
 
 
@@ -97,3 +104,73 @@ def _value(value: object) -> str:
         return ""
     text = str(value)
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+# ------------------------------------------------------------------------------------- lint --fix
+_CLASS_LABEL = {"safe": "applied", "needs-value": "applied, needs a value", "print-only": "not applied"}
+
+
+def fix_text(fixed: FixResult, remaining: list[Finding], output: str | None) -> str:
+    """The corrected command, its diff, and what each finding's fix became."""
+    out = [click.style("Fixed command", bold=True) + (f" (written to {output})" if output else "")]
+    if fixed.changed:
+        out += ["  " + line for line in fixed.masked(fixed.fixed).rstrip("\n").splitlines()]
+        out += ["", click.style("Diff", bold=True)]
+        out += ["  " + line for line in fixed.diff().rstrip("\n").splitlines()]
+    else:
+        out.append("  (unchanged: no finding has a fix that can be applied to the command)")
+    out += [f"  note: {n}" for n in fixed.notes]
+    out += ["", fix_summary(fixed, remaining)]
+    return "\n".join(out)
+
+
+def fix_summary(fixed: FixResult, remaining: list[Finding]) -> str:
+    """One line per finding's fix, then what a new lint of the fixed command still finds."""
+    cols = width()
+    out = [click.style("Fixes", bold=True)]
+    for p in fixed.planned:
+        what = "; ".join(e.describe() for e in p.edits) or " ".join(p.text.split())
+        out += wrap(f"{p.finding} [{_CLASS_LABEL[p.fix_class]}]: {what}", cols, "  - ", "    ")
+        out += wrap("left out: " + "; ".join(p.left_out), cols, "    ", "    ") if p.left_out else []
+    after = ", ".join(f.id for f in remaining) or "none"
+    out += labelled("after", f"a new lint of the fixed command finds: {after}", cols, indent=0)
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------- lint --files
+def files_text(result: FilesResult) -> str:
+    """ruff's shape: ``path:line: SEVERITY cause-id title`` per finding, then one summary line."""
+    out: list[str] = []
+    counts = {"files": 0, "skipped": 0, "errors": 0, "findings": 0}
+    for item in result.files:
+        if item.skipped:
+            counts["skipped"] += 1
+            continue
+        counts["files"] += 1
+        if item.error:
+            counts["errors"] += 1
+            out.append(f"{item.path}: error: {item.error}")
+            continue
+        assert item.result is not None
+        where = f"{item.path}:{item.line}" if item.line else item.path
+        for finding in item.result.diagnosis.findings:
+            counts["findings"] += 1
+            out.append(f"{where}: {finding.severity.upper()} {finding.id} {finding.title}")
+        out += [f"{item.path}: note: {n}" for n in item.notes]
+    out.append(f"{counts['files']} launch file(s) linted, {counts['findings']} finding(s), "
+               f"{counts['skipped']} file(s) without a launch skipped, {counts['errors']} unreadable")
+    return "\n".join(out)
+
+
+def files_markdown(result: FilesResult) -> str:
+    out = ["## llmdoctor lint", ""]
+    for item in result.files:
+        if item.skipped:
+            continue
+        out.append(f"### `{item.path}`" + (f" (line {item.line})" if item.line else ""))
+        out.append("")
+        if item.error:
+            out += [f"Could not be read: {item.error}", ""]
+        elif item.result is not None:
+            out += [findings_markdown(item.result.diagnosis.findings, item.result.diagnosis.unchecked), ""]
+    return "\n".join(out)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from doctor.model.band import approx_tokens
 from doctor.model.units import format_bytes, format_tokens
 from doctor.redact import redact_text
 from doctor.render.findings import findings_markdown, findings_text
@@ -111,8 +112,9 @@ def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
                     f"{format_bytes(cap.kv.bytes_per_token)}/token"
                     + (f" + {format_bytes(cap.kv.state_bytes_per_sequence)} state/request"
                        if cap.kv.state_bytes_per_sequence else "")
-                    + f" → {cap.kv_tokens_per_group:,} tokens per KV pool"
-                    + (f" × {cap.groups * cap.replicas} pools" if cap.groups * cap.replicas > 1 else ""),
+                    + f" → ≈ {approx_tokens(cap.kv_tokens_per_group)} tokens per KV pool"
+                    + (f" × {cap.groups * cap.replicas} pools" if cap.groups * cap.replicas > 1 else "")
+                    + f" ({p.band(plan).text()})",
                     cols, "    ", "      "))
     if p.status == "does-not-run" and not p.decision.fits:
         out.append("  command  withheld: " + p.decision.reasons[-1])

@@ -75,9 +75,9 @@ def merge(live: Facts | None, history: Facts) -> Facts:
         facts.update(live)
     for fact in history:
         if fact.key.startswith("launch."):
-            facts.set_default(fact.key, fact.value, fact.source, observed=fact.observed)
+            facts.set_default(fact.key, fact.value, fact.source, observed=fact.observed, learnt=fact.learnt)
         else:
-            facts.set(fact.key, fact.value, fact.source, observed=fact.observed)
+            facts.set(fact.key, fact.value, fact.source, observed=fact.observed, learnt=fact.learnt)
     for key, message in history.errors.items():
         facts.error(key, message)
     return facts

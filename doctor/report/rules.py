@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from doctor.findings import severity_rank
+from doctor.findings import CAUSE_DOCS, severity_rank
 from doctor.playbook.loader import Playbook, PlaybookSet
 from doctor.report.promql import Catalog, LabelFact, Params, format_duration, join_or
 
@@ -37,9 +37,9 @@ PREFIX = "llmdoctor:"
 _COMPARE = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
 #: The universe ``not`` subtracts from: every instance that exposed engine metrics within the lookback.
 UNIVERSE = "launch.engine"
-#: Where ``runbook_url`` points by default: the generated causes documentation (one ``### cause-id`` heading
-#: per cause, so ``#cause-id`` anchors it). Override with ``llmdoctor rules --runbook-base URL``.
-DEFAULT_RUNBOOK_BASE = "https://github.com/llmdoctor-project/llmdoctor/blob/main/docs/causes.md"
+#: Where ``runbook_url`` points by default: the generated causes documentation. Override with
+#: ``llmdoctor rules --runbook-base URL``.
+DEFAULT_RUNBOOK_BASE = CAUSE_DOCS
 
 
 @dataclass(frozen=True)

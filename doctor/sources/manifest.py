@@ -59,6 +59,11 @@ class ManifestLaunch:
 
 def read_manifest(path: str, flag: str = "--manifest") -> ManifestLaunch:
     """The engine deployment in the manifest at ``path`` ('-': standard input); InputError naming the file."""
+    return read_manifest_text(path, flag)[0]
+
+
+def read_manifest_text(path: str, flag: str = "--manifest") -> tuple[ManifestLaunch, str]:
+    """:func:`read_manifest`, and the manifest's text as read (what `lint --fix` patches)."""
     from doctor.yamlsafe import MAX_YAML_BYTES
 
     if path == "-":
@@ -69,7 +74,7 @@ def read_manifest(path: str, flag: str = "--manifest") -> ManifestLaunch:
         from doctor.sources.offline import read_text
 
         text, label = read_text(path, flag, limit=MAX_YAML_BYTES), f"{flag} {path}"
-    return parse_manifest(text, label)
+    return parse_manifest(text, label), text
 
 
 def parse_manifest(text: str, label: str) -> ManifestLaunch:

@@ -68,8 +68,8 @@ class OfflineInputs:
     generation_config_json: dict[str, Any] | None = None
     #: replaying a snapshot: the served model's files on this machine are not the ones the run saw
     replay: bool = False
-    #: the user's --playbooks directories: their causes' log signatures read the log as the built-ins' do
-    playbook_dirs: tuple[str, ...] = ()
+    #: cause id → log signatures of the playbooks loaded (the user's --playbooks too); None: the built-in causes'
+    log_signatures: dict[str, list[dict[str, Any]]] | None = None
 
 
 @dataclass
@@ -263,9 +263,9 @@ def log_input_facts(inputs: OfflineInputs) -> Facts:
     """The engine's server log (or the excerpt a snapshot recorded) as ``log.*`` facts."""
     from doctor.logs.source import read_log_input, replay_excerpt
 
-    dirs = inputs.playbook_dirs
-    reading = (replay_excerpt(inputs.log_excerpt, dirs) if inputs.log_excerpt is not None
-               else read_log_input(inputs.log, dirs))
+    sigs = inputs.log_signatures
+    reading = (replay_excerpt(inputs.log_excerpt, sigs) if inputs.log_excerpt is not None
+               else read_log_input(inputs.log, sigs))
     return reading.facts
 
 

@@ -1,0 +1,71 @@
+"""GPU health beyond memory errors: the clocks-event reasons that slow a GPU down, temperature against its
+slowdown threshold, current against maximum clocks and PCIe link, NVLink links down, persistence mode — read
+from one :class:`doctor.probes.gpu.GpuReading` whichever reader (NVML, nvidia-smi CSV or XML) filled it, and
+decoded from DCGM's bitmask by the fleet report.
+
+The reasons are NVML's clocks-event (formerly "throttle") reasons, nvmlClocksEventReason* / the
+``clocks_event_reasons.*`` columns of ``nvidia-smi --query-gpu`` (bit values: NVML API reference,
+https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksThrottleReasons.html). Idle, application and display
+clock settings and sync boost are not faults; the others slow the GPU for a physical reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: bit -> (reason name, what it means, a fault?)
+REASONS: dict[int, tuple[str, str, bool]] = {
+    0x1: ("gpu_idle", "idle", False),
+    0x2: ("applications_clocks_setting", "application clocks set below maximum", False),
+    0x4: ("sw_power_cap", "software power cap: the board draws its power limit", True),
+    0x8: ("hw_slowdown", "hardware slowdown (clocks halved or less: heat or power brake)", True),
+    0x10: ("sync_boost", "sync boost group", False),
+    0x20: ("sw_thermal_slowdown", "software thermal slowdown (the GPU or memory is over its target temperature)", True),
+    0x40: ("hw_thermal_slowdown", "hardware thermal slowdown (over the slowdown temperature)", True),
+    0x80: ("hw_power_brake_slowdown", "hardware power brake (the system's power supply asserted it)", True),
+    0x100: ("display_clock_setting", "display clock setting", False),
+}
+FAULTY = {name for name, _, fault in REASONS.values() if fault}
+#: a degree margin: a GPU this close to its slowdown temperature is about to be slowed down
+HOT_MARGIN_C = 5
+
+
+def reasons_from_mask(mask: int) -> list[str]:
+    """The active reason names of an NVML/DCGM clocks-event bitmask."""
+    return [name for bit, (name, _, _) in REASONS.items() if mask & bit]
+
+
+def describe(name: str) -> str:
+    return next((text for n, text, _ in REASONS.values() if n == name), name)
+
+
+def faults(reading: Any) -> dict[str, dict[str, Any] | None]:
+    """The health faults of one GPU reading, by kind (None: not this fault, or not known)."""
+    index = reading.index
+    out: dict[str, dict[str, Any] | None] = {}
+    slowing = [r for r in reading.clocks_event_reasons or () if r in FAULTY]
+    # SW power cap at full power is the board doing its job: a fault only with a clock well below max
+    if slowing == ["sw_power_cap"] and not _clock_low(reading):
+        slowing = []
+    out["clocks"] = {"gpu": index, "reasons": ", ".join(describe(r) for r in slowing),
+                     "sm_clock_mhz": reading.sm_clock_mhz, "sm_clock_max_mhz": reading.sm_clock_max_mhz} \
+        if slowing else None
+    hot = (reading.temp_c is not None and reading.temp_slowdown_c is not None
+           and reading.temp_c >= reading.temp_slowdown_c - HOT_MARGIN_C)
+    out["hot"] = {"gpu": index, "temp_c": reading.temp_c, "slowdown_c": reading.temp_slowdown_c,
+                  "shutdown_c": reading.temp_shutdown_c} if hot else None
+    narrow = reading.pcie_width is not None and reading.pcie_width_max and reading.pcie_width < reading.pcie_width_max
+    # the link drops its generation at idle to save power: a lower generation counts only while the GPU works
+    slow_gen = (reading.pcie_gen is not None and reading.pcie_gen_max and reading.pcie_gen < reading.pcie_gen_max
+                and (reading.util or 0) >= 0.5)
+    out["pcie"] = {"gpu": index, "gen": reading.pcie_gen, "gen_max": reading.pcie_gen_max,
+                   "width": reading.pcie_width, "width_max": reading.pcie_width_max} if narrow or slow_gen else None
+    out["nvlink"] = {"gpu": index, "links_down": ", ".join(str(n) for n in reading.nvlink_down)} \
+        if reading.nvlink_down else None
+    out["persistence"] = {"gpu": index} if reading.persistence is False else None
+    return out
+
+
+def _clock_low(reading: Any) -> bool:
+    cur, top = reading.sm_clock_mhz, reading.sm_clock_max_mhz
+    return bool(cur and top and cur < 0.8 * top)

@@ -1,0 +1,177 @@
+"""The error band of a predicted KV capacity, from the memory model's published record.
+
+Every capacity llmdoctor prints is a prediction (GPU × fraction − weights − non-KV, over the bytes per token); how
+far such predictions landed from what the engines logged is measured in tests/data/kv_datapoints.yaml. That
+record is turned, at generation time (``python tools/capacity_record.py``), into ``capacity_record.json``: one row
+per full prediction with its stratum (engine, GPU family, dense/MoE, attention kind, quantization) and its error.
+At run time nothing is predicted again: the band is the 90th percentile of the absolute errors of the comparable
+runs, the narrowest stratum that still holds ``MIN_RUNS`` of them, so `plan` and `inspect` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+RECORD_PATH = Path(__file__).with_name("capacity_record.json")
+#: Fewer comparable runs than this and a stratum is not narrowed further: a band from three runs says little.
+MIN_RUNS = 5
+#: The strata, from the broadest to the narrowest, in the order the band narrows them.
+STRATA = ("engine", "quantization", "gpu_family", "moe", "attention")
+_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "ampere": "Ampere", "ada": "Ada", "hopper": "Hopper",
+           "blackwell": "Blackwell", "turing": "Turing", "volta": "Volta", "moe": "MoE", "dense": "dense",
+           "gqa": "GQA", "mha": "MHA", "mla": "MLA", "dsa": "DSA"}
+
+
+def gpu_family(sm: int | None) -> str:
+    """The GPU generation from its compute capability (the catalog's sm_XY), the record's GPU stratum."""
+    if not isinstance(sm, int) or isinstance(sm, bool):
+        return "unknown"
+    for floor, name in ((100, "blackwell"), (90, "hopper"), (89, "ada"), (80, "ampere"), (75, "turing"),
+                        (70, "volta")):
+        if sm >= floor:
+            return name
+    return "unknown"
+
+
+def stratum_of(engine: str | None, sm: int | None, moe: Any, attention: Any, quantization: Any) -> dict[str, str]:
+    """The stratum keys of one prediction, as the record stores them."""
+    return {"engine": str(engine or "vllm"), "gpu_family": gpu_family(sm), "moe": "moe" if moe else "dense",
+            "attention": str(attention or "unknown"), "quantization": str(quantization or "16-bit")}
+
+
+@lru_cache(maxsize=1)
+def record() -> tuple[dict[str, Any], ...]:
+    """The generated rows (empty when the data file is missing: then every band says it has no data)."""
+    try:
+        return tuple(json.loads(RECORD_PATH.read_text(encoding="utf-8"))["runs"])
+    except (OSError, ValueError, KeyError):
+        return ()
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile (no interpolation: with few runs the band is an observed error, not a blend)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class Band:
+    """±``error`` (90th percentile of |error|) on ``runs`` comparable runs of the strata ``matched``."""
+
+    error: float | None
+    runs: int
+    matched: tuple[str, ...]
+    #: the first stratum value the record has too few runs of to narrow by ("none yet on Blackwell"), else ""
+    thin: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The band in the JSON documents (``error``: the 90th-percentile absolute error, None without data)."""
+        return {"error": None if self.error is None else round(self.error, 4), "runs": self.runs,
+                "strata": list(self.matched), "note": self.thin or None, "text": self.text()}
+
+    def text(self) -> str:
+        """"±9% on 37 comparable runs: vLLM, Hopper, MoE" (and what has no data)."""
+        if self.error is None:
+            return f"no comparable runs in the memory model's record ({self.thin})"
+        names = ", ".join(_LABELS.get(m, m) for m in self.matched)
+        return f"±{math.ceil(self.error * 100)}% on {self.runs} comparable runs: {names}" + (
+            f"; {self.thin}" if self.thin else "")
+
+
+def band_for(stratum: dict[str, str]) -> Band:
+    """The band of a prediction in ``stratum``: narrowed stratum by stratum while ``MIN_RUNS`` runs remain."""
+    return _band(tuple(stratum.get(key, "unknown") for key in STRATA))
+
+
+@lru_cache(maxsize=256)
+def _band(values: tuple[str, ...]) -> Band:
+    stratum = dict(zip(STRATA, values, strict=True))
+    runs = [r for r in record() if r["engine"] == stratum["engine"]]
+    if not runs:
+        return Band(None, 0, (), f"none on {_LABELS.get(stratum['engine'], stratum['engine'])}")
+    matched, thin = [stratum["engine"]], ""
+    for key in STRATA[1:]:
+        value = stratum.get(key, "unknown")
+        if value == "unknown":
+            continue
+        narrower = [r for r in runs if r[key] == value]
+        if len(narrower) >= MIN_RUNS:
+            runs, matched = narrower, [*matched, value]
+        elif not thin and len(narrower) < len(runs):
+            thin = (f"only {len(narrower)} on " if narrower else "none yet on ") + _LABELS.get(value, value)
+    return Band(percentile([abs(r["error"]) for r in runs], 0.9), len(runs), tuple(matched), thin)
+
+
+@lru_cache(maxsize=32)
+def weights_band(quantization: str) -> Band:
+    """The band of a predicted weights size: the 90th-percentile error of the record's runs whose log gives the
+    weights ("Loading model weights took N GiB"), those of the quantization when ``MIN_RUNS`` of them remain."""
+    runs = [r for r in record() if r.get("weights_error") is not None]
+    if not runs:
+        return Band(None, 0, (), "no logged weights")
+    matched, thin = ("logged weights",), ""
+    narrower = [r for r in runs if r["quantization"] == quantization]
+    if len(narrower) >= MIN_RUNS:
+        runs, matched = narrower, (*matched, quantization)
+    else:
+        thin = (f"only {len(narrower)} on " if narrower else "none yet on ") + quantization
+    return Band(percentile([abs(r["weights_error"]) for r in runs], 0.9), len(runs), matched, thin)
+
+
+def band_from_facts(facts: Any) -> Band:
+    """The band of the capacity the facts predict (launch engine, GPU, model)."""
+    return band_for(stratum_of(facts.get("launch.engine"), facts.get("gpu.sm"), facts.get("model.moe"),
+                               facts.get("model.attention"),
+                               facts.get("launch.quantization") or facts.get("model.quantization")))
+
+
+def band_from_card(card: Any, engine: str, sm: int | None, quantization: str | None = None) -> Band:
+    """The band of a capacity `plan` or `inspect` computes from a model card (the launch's quantization, if any,
+    overrides the checkpoint's)."""
+    quant = quantization or (card.quantization.method if card.quantization is not None else None)
+    return band_for(stratum_of(engine, sm, card.moe is not None, card.attention, quant))
+
+
+#: The engines' own account of the weights, the measurement that settles a borderline "does not fit".
+WEIGHTS_SETTLED_BY = {"vllm": 'the "Loading model weights took N GiB" (or "Model loading took") line vLLM logs',
+                      "sglang": 'the "Load weight end. … mem usage=N GB" line SGLang logs'}
+#: The engines' own account of the pool, the measurement that settles a borderline prediction.
+SETTLED_BY = {"vllm": 'the "GPU KV cache size: N tokens" line vLLM logs at start-up',
+              "sglang": 'the "KV Cache is allocated. #tokens: N" line SGLang logs at start-up'}
+
+
+def margin_note(margin: float, band: Band, engine: str | None, what: str, *, measured: bool = False,
+                settled_by: dict[str, str] = SETTLED_BY) -> str:
+    """How sure a verdict resting on a predicted capacity is: ``margin`` (a share) against the band. ``measured``:
+    the engine's own count is already the other side, so a borderline case doubts the prediction."""
+    settle = ("the measured side stands; the prediction, not the server, may be what is off" if measured else
+              settled_by.get(str(engine), " or ".join(settled_by.values())) + " settles it")
+    if band.error is None:
+        return (f" The {what} margin is {margin:.0%}, and the memory model's record has no comparable runs: "
+                f"{settle}.")
+    if margin <= band.error:
+        return (f" Borderline: the {what} margin ({margin:.0%}) is inside the prediction's band ({band.text()}); "
+                f"{settle}.")
+    return f" The {what} margin ({margin:.0%}) is outside the prediction's band ({band.text()})."
+
+
+def capacity_summary(facts: Any) -> str | None:
+    """`lint`'s and `check`'s fit line: the predicted KV tokens with their band (None: nothing predicted)."""
+    tokens = facts.get("fit.kv_tokens_per_group")
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        return None
+    band = facts.get("fit.kv_tokens_band_text") or band_from_facts(facts).text()
+    return f"≈ {approx_tokens(tokens)} KV tokens per pool, predicted ({band})"
+
+
+def approx_tokens(tokens: int) -> str:
+    """A predicted token count to the precision its band allows (three significant figures): ≈ 41,000."""
+    if tokens <= 0:
+        return "0"
+    digits = max(0, int(math.log10(tokens)) - 2)
+    return f"{round(tokens, -digits):,}"
