@@ -8,12 +8,14 @@ files report none). The mirror of :mod:`doctor.outio`, which writes.
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from doctor.errors import InputError
 
@@ -29,12 +31,35 @@ def read_capped(path: str | os.PathLike[str], *, limit: int, label: str, hint: s
         return _read_at_most(fh, limit, label, hint)
 
 
+#: What a path that is neither a file nor a directory is, for the line that refuses it.
+_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_a_file(path: str | os.PathLike[str], *, fifo: bool = False) -> str | None:
+    """What ``path`` is when it exists but is a device or a socket (``/dev/zero`` never ends, a socket cannot be
+    opened) — or, with ``fifo``, a FIFO (where only a file makes sense) — else None; stat never blocks, so this
+    is known before anything is opened."""
+    try:
+        mode = Path(path).expanduser().stat().st_mode
+    except (OSError, ValueError):
+        return None
+    if fifo and stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return next((what for test, what in _SPECIAL if test(mode)), None)
+
+
 @contextmanager
 def opened(path: str | os.PathLike[str], label: str, kind: str = "file") -> Iterator[BinaryIO]:
     """``path`` opened for binary reading; a missing file, a directory or any read error inside the block
-    becomes one InputError line starting with ``label`` (``kind`` names what a directory is not)."""
+    becomes one InputError line starting with ``label`` (``kind`` names what a directory is not).
+
+    Refused up front: a device or a socket, and a FIFO nothing writes to (opening one would wait forever for
+    a writer). A pipe with a writer — a process substitution ``<(kubectl logs …)`` — is read as a stream."""
+    special = not_a_file(path)
+    if special:
+        raise InputError(f"{label}: {special}, not a {kind}; save it to a file (or pipe it in with -)")
     try:
-        with Path(path).expanduser().open("rb") as fh:
+        with _open(Path(path).expanduser(), label) as fh:
             yield fh
     except FileNotFoundError:
         raise InputError(f"{label}: no such file") from None
@@ -42,6 +67,60 @@ def opened(path: str | os.PathLike[str], label: str, kind: str = "file") -> Iter
         raise InputError(f"{label}: is a directory, not a {kind}") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+
+
+def _open(path: Path, label: str) -> BinaryIO:
+    """Open for reading; a FIFO opens without waiting, and one with no writer is refused at once."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if stat.S_ISFIFO(mode):
+            try:
+                first = os.read(fd, _CHUNK)
+            except BlockingIOError:  # a writer, nothing written yet
+                first = None
+            if first == b"":
+                raise InputError(f"{label}: a FIFO with no writer (nothing is writing to it); start the writer "
+                                 "first, or pipe it in with -")
+            os.set_blocking(fd, True)
+            return _Prefixed(os.fdopen(fd, "rb"), first or b"")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were read already (to learn whether a FIFO has a writer)."""
+
+    def __init__(self, fh: BinaryIO, prefix: bytes) -> None:
+        self.fh = fh
+        self.prefix = prefix
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.prefix:
+            data, self.prefix = (self.prefix, b"") if size < 0 or size >= len(self.prefix) else \
+                (self.prefix[:size], self.prefix[size:])
+            return data
+        return self.fh.read(size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    def close(self) -> None:
+        self.fh.close()
+        super().close()
 
 
 def read_stdin_capped(*, limit: int, label: str = "standard input") -> bytes:

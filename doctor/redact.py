@@ -38,7 +38,8 @@ _TOKEN_PREFIXES = tuple(prefix for prefixes, _ in _TOKEN_TABLE for prefix in pre
 # name, separator and opening quote only: the value is found after a secret name, so that a non-secret
 # "Label: " never swallows the "api_key=x" that follows it.
 _NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(['\"]?\s*[=:]\s*)(['\"]?)")
-_VALUE = re.compile(r"[^\s'\",}&]*")
+#: A backtick ends a value too: Markdown's `--api-key ***` keeps its closing quote.
+_VALUE = re.compile(r"[^\s'\",}&`]*")
 
 
 def is_secret_name(name: str) -> bool:
@@ -67,7 +68,7 @@ def redact_shapes(text: str) -> str:
         return text
     # Substring checks first: each regex scans the whole text (~0.6 ms per 36 kB), and most outputs hold none.
     if "@" in text:
-        text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+        text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)  # one form: Target.display()
     if "bearer" in text.lower():
         text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if any(prefix in text for prefix in _TOKEN_PREFIXES):
@@ -80,8 +81,8 @@ def _mask_assignments(text: str) -> str:
     out: list[str] = []
     pos = 0
     for m in _NAME_SEP.finditer(text):
-        if m.start() < pos or not is_secret_name(m.group(1)):
-            continue
+        if m.start() < pos or not is_secret_name(m.group(1)) or text[m.start() - 1:m.start()] in ("/", "\\"):
+            continue  # a path's last part (``/etc/passwd: no such file``) names a file, not a secret
         start = m.end()
         end = start + len(_VALUE.match(text, start).group(0))
         if end > start:
@@ -94,7 +95,7 @@ def _mask_assignments(text: str) -> str:
 def _redact_flag_pairs_in_text(text: str) -> str:
     """``--api-key SECRET`` inside a single string (a pasted command)."""
     return re.sub(
-        r"(?<![\w-])(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)(?P<quote>['\"]?)(?P<value>[^\s'\"]+)",
+        r"(?<![\w-])(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)(?P<quote>['\"]?)(?P<value>[^\s'\"`]+)",
         lambda m: (f"{m['flag']}{m['sep']}{m['quote']}{MASK}"
                    if is_secret_name(m["flag"]) and not m["value"].startswith("-") else m.group(0)),
         text,

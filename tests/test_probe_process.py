@@ -130,7 +130,7 @@ def test_vanished_pid_is_a_fact():
 @pytest.mark.parametrize("env,kept", [
     ({"HF_HUB_OFFLINE": "1", "PATH": "/bin"}, {"HF_HUB_OFFLINE": "1"}),
     ({"HF_TOKEN": "x", "HF_HUB_TOKEN": "y", "HF_ENDPOINT": "https://u:pw@mirror.example"},
-     {"HF_TOKEN": "***", "HF_HUB_TOKEN": "***", "HF_ENDPOINT": "https://u:***@mirror.example"}),
+     {"HF_TOKEN": "***", "HF_HUB_TOKEN": "***", "HF_ENDPOINT": "https://***@mirror.example"}),
     ({"NCCL_DEBUG": "INFO", "VLLM_ATTENTION_BACKEND": "FLASHINFER"},
      {"NCCL_DEBUG": "INFO", "VLLM_ATTENTION_BACKEND": "FLASHINFER"}),
 ])

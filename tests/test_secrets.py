@@ -229,8 +229,8 @@ def test_urls_with_credentials_are_masked_in_every_line_of_every_format() -> Non
     runs = _parallel(jobs)
     _assert_clean(runs)
     header = " ".join(runs["check model path --format text"].stdout.split("verdict")[0].split())
-    assert "https://hub:***@models.example/org/m" in header  # masked, not dropped: the reader still sees which
-    assert runs["check --config --format text"].returncode == 2 and "https://cfg:***@hf.example" in \
+    assert "https://***@models.example/org/m" in header  # masked, not dropped: the reader still sees which
+    assert runs["check --config --format text"].returncode == 2 and "https://***@hf.example" in \
         runs["check --config --format text"].stderr
     assert runs["check --endpoint --format text"].returncode == 3
 

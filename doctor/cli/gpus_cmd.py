@@ -60,6 +60,6 @@ def gpus(name: str | None, fmt: str) -> int:
     if name:
         from doctor.hardware.spec import parse_gpu_spec
 
-        listing = Listing(parse_gpu_spec(name))
+        listing = Listing(parse_gpu_spec(name, field="gpus NAME"))
     emit_document(fmt, listing, text=listing.text, markdown=markdown_table if listing.spec is None else listing.text)
     return 0

@@ -6,6 +6,7 @@ the imports of ``report`` or ``check``: an on-call tool must start instantly.
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import os
@@ -97,6 +98,7 @@ def run() -> int:
     try:
         # Commands return their exit code; --help and --version return 0.
         rc = cli.main(prog_name="llmdoctor", standalone_mode=False)
+        sys.stdout.flush()  # a full disk (> /dev/full) is found here, not in the interpreter's last flush
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:
@@ -123,16 +125,31 @@ def run() -> int:
     except KeyboardInterrupt:
         click.echo("llmdoctor: interrupted", err=True)
         return 130
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            return _internal(exc)
+        # Where the output goes is full: the user's to fix, one line (and nothing more to flush at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        click.echo(f"llmdoctor: cannot write the output: {exc.strerror or exc}", err=True)
+        return 2
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
-        if os.environ.get("LLMDOCTOR_DEBUG"):
-            raise
-        from doctor.redact import redact_text
-
-        detail = redact_text(" ".join(str(exc).split()))
-        click.echo(
-            f"llmdoctor: internal error: {type(exc).__name__}: {detail} "
-            "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
-            err=True,
-        )
-        return 4
+        return _internal(exc)
     return rc if isinstance(rc, int) else 0
+
+
+#: errno of a write that failed because the disk, quota or file size limit is full (``> /dev/full``).
+_OUTPUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _internal(exc: Exception) -> int:
+    if os.environ.get("LLMDOCTOR_DEBUG"):
+        raise exc
+    from doctor.redact import redact_text
+
+    detail = redact_text(" ".join(str(exc).split()))
+    click.echo(
+        f"llmdoctor: internal error: {type(exc).__name__}: {detail} "
+        "(set LLMDOCTOR_DEBUG=1 for the traceback; please report it)",
+        err=True,
+    )
+    return 4

@@ -18,16 +18,30 @@ def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> in
     return parse_tokens(value, flag=f"--{param.name}")
 
 
+def bounded(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A callback refusing an implausible number (doctor/bounds.py) with the one line every input path gives."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            from doctor.bounds import check
+
+            check(kind, value, f"--{param.name.replace('_', '-')}")
+        return value
+
+    return callback
+
+
 def workload_options(f: F) -> F:
     """--context, --users, --text-only, --reproducible, --temperature: what the traffic looks like."""
     options = [
         click.option("--context", callback=_tokens, metavar="N",
                      help="Tokens per request (prompt + output): 32768, 32k, 1M."),
-        click.option("--users", type=click.IntRange(min=1), metavar="N", help="Concurrent requests to serve."),
+        click.option("--users", type=int, callback=bounded("users"), metavar="N",
+                     help="Concurrent requests to serve."),
         click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models)."),
         click.option("--reproducible", is_flag=True,
                      help="Outputs must repeat bit for bit (evaluation pipelines, regression tests)."),
-        click.option("--temperature", type=click.FloatRange(min=0), metavar="T",
+        click.option("--temperature", type=float, callback=bounded("temperature"), metavar="T",
                      help="Sampling temperature the clients send (for nondeterministic-outputs)."),
     ]
     for option in reversed(options):

@@ -12,20 +12,18 @@ from doctor.cli.options import playbooks_option
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
 
 
-@click.group("playbook")
+@click.group("playbook", epilog="""\b
+Examples:
+  llmdoctor playbook list
+  llmdoctor playbook show tools-ignored
+  llmdoctor playbook show moe-without-ep
+  llmdoctor playbook validate ./my-playbooks
+  llmdoctor playbook docs -o docs/causes.md
+
+Exit codes: 0 ok, 2 unknown id or invalid playbooks.
+""")
 def playbook() -> None:
-    """Read, validate and document the playbooks (YAML decision trees, one per symptom).
-
-    \b
-    Examples:
-      llmdoctor playbook list
-      llmdoctor playbook show tools-ignored
-      llmdoctor playbook show moe-without-ep
-      llmdoctor playbook validate ./my-playbooks
-      llmdoctor playbook docs -o docs/causes.md
-
-    Exit codes: 0 ok, 2 unknown id or invalid playbooks.
-    """
+    """Read, validate and document the playbooks (YAML decision trees, one per symptom)."""
 
 
 @playbook.command("list", epilog="""\b

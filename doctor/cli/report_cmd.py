@@ -18,7 +18,19 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "m
              ".txt": "text"}
 
 
-@click.command("report")
+EPILOG = """\b
+Examples:
+  llmdoctor report --prometheus http://prometheus:9090 -o report.html
+  llmdoctor report --prometheus http://prometheus:9090 --since 7d --step 5m --selector '{job="llm"}'
+  llmdoctor report --prometheus http://prometheus:9090 --targets fleet.yaml --format json
+
+\b
+Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 bad input, 3 nothing could be read from
+Prometheus.
+"""
+
+
+@click.command("report", epilog=EPILOG)
 @click.option("--prometheus", required=True, metavar="URL", help="Prometheus base URL (http://host:9090).")
 @click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d).")
 @click.option("--until", default=None, metavar="TIME",
@@ -52,15 +64,6 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
     query per fact for the whole fleet; the playbooks then run per instance on those facts, and the findings
     are ranked across the fleet. HTML is self-contained (inline SVG charts, opens offline).
-
-    \b
-    Examples:
-      llmdoctor report --prometheus http://prometheus:9090 -o report.html
-      llmdoctor report --prometheus http://prometheus:9090 --since 7d --step 5m --selector '{job="llm"}'
-      llmdoctor report --prometheus http://prometheus:9090 --targets fleet.yaml --format json
-
-    Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 bad input, 3 nothing could be read from
-    Prometheus.
     """
     from doctor.report.pipeline import ReportOptions, run
 
@@ -68,7 +71,7 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     show = progress if progress is not None else sys.stderr.isatty()
     doc, findings = run(ReportOptions(prometheus=prometheus, since=since, step=step, trend=trend, selector=selector,
                                       until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s),
-                        progress=_progress if show else None)
+                        progress=_progress if show else None, waiting=None if show else _waiting)
     if show and sys.stderr.isatty():
         click.echo("", err=True)
     if output:
@@ -130,6 +133,11 @@ def _stream(chunks: Iterator[str]) -> None:
     if not last.endswith("\n"):
         out.write("\n")
     out.flush()
+
+
+def _waiting(line: str) -> None:
+    """Without --progress, one line when a query keeps the run waiting: a nightly job's log says why it hangs."""
+    click.echo(f"llmdoctor report: {line}", err=True)
 
 
 def _progress(label: str) -> None:

@@ -7,8 +7,18 @@ import click
 from doctor.cli.common import SEVERITIES, emit
 from doctor.errors import EXIT_OK
 
+EPILOG = """\b
+Examples:
+  llmdoctor rules -o /etc/prometheus/rules/llmdoctor.yml --selector '{job="llm"}'
+  llmdoctor rules --playbooks ./my-playbooks --verbose
+  llmdoctor rules --format prometheusrule --namespace monitoring --label release=kube-prometheus-stack
+  promtool check rules llmdoctor.yml
 
-@click.command("rules")
+Exit codes: 0 written, 2 bad input (playbooks, durations, selector, labels, runbook base).
+"""
+
+
+@click.command("rules", epilog=EPILOG)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the rules file here (default: stdout).")
 @click.option("--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -43,15 +53,6 @@ def rules(output: str | None, playbook_dirs: tuple[str, ...], selector: str, for
     command (llmdoctor check --endpoint {{ $labels.instance }} --symptom …). Nodes that need facts Prometheus
     cannot see (launch flags, the model config) are left out, and so is a playbook whose entry threshold alone
     names no cause (low-cache-hit): an alert pages only where check would name its cause. --verbose lists them.
-
-    \b
-    Examples:
-      llmdoctor rules -o /etc/prometheus/rules/llmdoctor.yml --selector '{job="llm"}'
-      llmdoctor rules --playbooks ./my-playbooks --verbose
-      llmdoctor rules --format prometheusrule --namespace monitoring --label release=kube-prometheus-stack
-      promtool check rules llmdoctor.yml
-
-    Exit codes: 0 written, 2 bad input (playbooks, durations, selector, labels, runbook base).
     """
     from doctor import __version__
     from doctor.errors import InputError

@@ -222,6 +222,7 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         return replace(offline, replay=True)
     from doctor.sources.offline import Workload
 
+    config_json = recorded.get("config_json")
     workload = offline.workload
     recorded_workload = recorded.get("workload") or {}
     if workload == Workload() and recorded_workload:
@@ -230,10 +231,13 @@ def _with_snapshot_inputs(offline: OfflineInputs, extra: dict[str, Any]) -> Offl
         offline,
         command=offline.command if offline.command is not None else recorded.get("command"),
         engine_version=offline.engine_version or recorded.get("engine_version"),
-        config_json=offline.config_json if offline.config else recorded.get("config_json"),
-        config=offline.config or recorded.get("config_name"),
+        config_json=offline.config_json if offline.config else config_json,
+        # A snapshot comes from someone else's machine: its config is the content it carries, never a name
+        # looked up here (a Hub request with this user's token, a path like ../../etc/passwd on this disk).
+        config=offline.config or (recorded.get("config_name") or "config.json (recorded)" if config_json else None),
         generation_config_json=None if offline.config else recorded.get("generation_config_json"),
         replay=True,
+        offline=offline.offline or not offline.config,
         gpu=offline.gpu or recorded.get("gpu"),
         gpu_mem=offline.gpu_mem or recorded.get("gpu_mem"),
         workload=workload,

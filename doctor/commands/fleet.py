@@ -125,12 +125,40 @@ def load_targets(path: str) -> list[TargetSpec]:
         if not isinstance(endpoint, str) or not endpoint.strip():
             raise InputError(f"{where}: endpoint: missing")
         values = {k: (str(v) if v is not None else None) for k, v in item.items()}
+        _check_numbers(where, endpoint.strip(), values.get("gpu"))
         for key in ("log", "manifest"):
             if values.get(key):
                 values[key] = str(Path(path).expanduser().parent / Path(values[key]).expanduser())
+                _refuse_special(f"{where}: {key}: {item[key]}", values[key])
         specs.append(TargetSpec(**{**values, "endpoint": endpoint.strip(),
                                    "name": str(item.get("name") or redact_text(endpoint.strip()))}))
     return specs
+
+
+def _check_numbers(where: str, endpoint: str, gpu: str | None) -> None:
+    """The entry's port and GPU count read as --endpoint and --gpu read them, refused when the file is read
+    (exit 2, naming the entry), not as one target's "input error" after the others were checked."""
+    from doctor.hardware.spec import UnknownGpu, parse_gpu_spec
+    from doctor.probes.base import Target
+
+    Target.parse(endpoint, flag=f"{where}: endpoint")
+    if gpu:
+        try:
+            parse_gpu_spec(gpu)
+        except UnknownGpu:
+            pass  # checked as --gpu is: with the GPU facts unknown
+        except InputError as exc:
+            raise InputError(f"{where}: gpu: {str(exc).removeprefix('--gpu: ')}") from None
+
+
+def _refuse_special(label: str, file: str) -> None:
+    """A target's log or manifest is a file: a device or a FIFO there (``log: /dev/zero``) is refused when the
+    targets file is read, before any target is checked, not found per target after its --timeout."""
+    from doctor.inio import not_a_file
+
+    special = not_a_file(file, fifo=True)
+    if special:
+        raise InputError(f"{label}: {special}, not a file")
 
 
 def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[str, ...] = (),

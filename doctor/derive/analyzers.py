@@ -420,3 +420,14 @@ def derive_mem_fraction_picked(facts: Facts) -> None:
     why = ("the launch command gives no --mem-fraction-static: SGLang resolved it at start-up"
            if picked else f"given or a fixed default ({fraction.source})")
     facts.set("launch.mem_fraction_picked_by_engine", picked, f"derived: {why}")
+
+
+@analyzer(reads=("launch.engine", "launch.flags.gpu_memory_utilization", "launch.flags.mem_fraction_static",
+                 "launch.tp", "model.attention_heads", "model.kv_heads"),
+          produces=("launch.refused_values",))
+def derive_refused_values(facts: Facts) -> None:
+    """Values the engine's own start-up checks refuse (doctor/engines/refusals.yaml, each rule with its wheel
+    file:line): a memory fraction out of range, a TP size that does not split the heads."""
+    from doctor.engines.refusals import refused_values
+
+    refused_values(facts)

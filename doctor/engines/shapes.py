@@ -378,8 +378,15 @@ def _from_yaml(text: str) -> Launch | None:
             raise
         return None
     for doc in docs:
+        if isinstance(doc, dict) and set(doc) <= {"args", "env"} and isinstance(doc.get("args"), list):
+            doc_env = _container_env(doc.get("env"))  # a container's `args:` block on its own: the bare list
+            doc = doc["args"]
+        else:
+            doc_env = {}
         if isinstance(doc, list) and all(isinstance(x, (str, int, float)) for x in doc):
-            return _from_segments([[_as_str(x) for x in doc]], shape="kubernetes")
+            launch = _from_segments([[_as_str(x) for x in doc]], shape="kubernetes")
+            launch.env = {**doc_env, **launch.env}
+            return launch
         for container in _containers(doc):
             launch = _from_container(container)
             if launch is not None:

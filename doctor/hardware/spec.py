@@ -86,9 +86,13 @@ def parse_gpu_spec(text: str, *, field: str = "--gpu", gpu_mem: int | None = Non
         raise UnknownGpu(f"{field}: unknown GPU {name.strip()!r}; {hint}{LIST_HINT}, or pass --gpu-mem SIZE "
                          "(e.g. --gpu-mem 48G) to size memory without the catalog", name.strip(), count, near)
     gpu = resolution.gpu
+    assumed = resolution.assumed
     if gpu_mem is not None:
         gpu = replace(gpu, memory_bytes=gpu_mem, memory_basis=mem_source)
-    return GpuSpec(gpu=gpu, count=count, text=raw.strip(), assumed=resolution.assumed)
+        if assumed:  # --gpu-mem given: the variants differ in memory, which is the user's now; not "pass --gpu-mem"
+            arch = f"sm_{gpu.sm}" if gpu.sm is not None else gpu.gfx
+            assumed = f"{name.strip()!r} taken as {gpu.name} ({arch}) with the memory of {mem_source}"
+    return GpuSpec(gpu=gpu, count=count, text=raw.strip(), assumed=assumed)
 
 
 def _splits(raw: str) -> Iterator[tuple[str, list[int]]]:

@@ -47,6 +47,11 @@ def load_config(spec: str) -> LoadedConfig:
     if path.is_file():
         name = path.parent.resolve().name if path.name == "config.json" else path.stem
         return LoadedConfig(path, name, _parse(path))
+    from doctor.inio import not_a_file
+
+    special = not_a_file(path, fifo=True)
+    if special:
+        raise InputError(f"{spec}: {special}, not a config.json file or a model directory")
     if looks_like_repo_id(spec):
         cached = _hf_cache_config(spec)
         return LoadedConfig(cached, spec, _parse(cached))

@@ -8,6 +8,7 @@ steps). Token counts (``--context 32k``) are binary because context lengths are 
 
 from __future__ import annotations
 
+import math
 import re
 
 from doctor.errors import InputError
@@ -26,6 +27,12 @@ def parse_bytes(text: str, *, flag: str = "--gpu-mem") -> int:
     value = float(number) * base ** _POWERS[prefix.lower()]
     if value <= 0:
         raise InputError(f"{flag}: size must be positive, got {text!r}")
+    from doctor.bounds import BOUNDS, problem
+
+    if not math.isfinite(value) or problem("gpu_mem", int(value)):
+        bound = BOUNDS["gpu_mem"]
+        raise InputError(f"{flag}: {text!r} is not a GPU's memory (from {format_bytes(bound.low)} to "
+                         f"{format_bytes(bound.high)} per GPU)")
     return int(value)
 
 
@@ -34,9 +41,15 @@ def parse_tokens(text: str, *, flag: str = "--context") -> int:
     match = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([km]?)\s*$", str(text), re.IGNORECASE)
     if match is None:
         raise InputError(f"{flag}: cannot read {text!r} as a token count (try 32768, 32k or 1M)")
-    value = int(float(match.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()])
+    number = float(match.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
+    if not math.isfinite(number):  # 400 digits: past any float
+        raise InputError(f"{flag}: {text[:20]!r}… is not a token count")
+    value = int(number)
     if value <= 0:
         raise InputError(f"{flag}: must be positive, got {text!r}")
+    from doctor.bounds import check
+
+    check("context", value, flag)
     return value
 
 

@@ -23,10 +23,20 @@ def alternatives(card: ModelCard, gpu: GpuModel, count: int, weights: WeightPlan
                  weights_short: bool, replan: Replan) -> list[str]:
     """``weights_short``: the weights (or one request's KV beside them) do not fit ``count`` GPUs."""
     out: list[str] = []
-    if weights_short:
+    # More of these GPUs, or smaller weights on them, pass the same gates as the plan: a model whose attention
+    # has no kernel on this GPU (DSA on sm_89) runs on no number of them.
+    if weights_short and not _no_kernel(card, gpu):
         out += _more_gpus(gpu, count, weights, replan) + _smaller_weights(card, gpu, count, weights, replan)
     out.append(architecture_line(card, gpu, count, fraction))
     return out
+
+
+def _no_kernel(card: ModelCard, gpu: GpuModel) -> bool:
+    """The model's attention needs a kernel path this GPU does not have (doctor/hardware/kernels.yaml)."""
+    from doctor.hardware.gating import kernel_support
+
+    dsa = "dsa" in (card.attention, card.full_attention)
+    return dsa and gpu.sm is not None and not kernel_support(gpu).get("dsa_kernels", True)
 
 
 def _more_gpus(gpu: GpuModel, count: int, weights: WeightPlan, replan: Replan) -> list[str]:
@@ -68,5 +78,5 @@ def architecture_line(card: ModelCard, gpu: GpuModel, count: int, fraction: floa
     from doctor.hardware.gating import kernel_support
 
     if gpu.sm is not None and not kernel_support(gpu).get("dsa_kernels", True):
-        line += f"; no DSA model (no sparse-attention kernels for sm_{gpu.sm})"
+        line += f"; no DSA model on any number of them (no sparse-attention kernels for sm_{gpu.sm})"
     return line

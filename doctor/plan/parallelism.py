@@ -159,7 +159,7 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
             break
     if chosen is None:
         chosen = best
-        reasons.append(f"no layout of {count} GPUs holds {demand.users} requests of {format_tokens(demand.context)}: "
+        reasons.append(f"no layout of {_gpus(count)} holds {demand.users} requests of {format_tokens(demand.context)}: "
                        f"the largest capacity is {best[1].users_total} ({best[0].label()})")
     par, found, kv = chosen
     reasons += _escalation_reasons(card, demand, n0, mode0, kv0, par, found, kv, form, evaluate)
@@ -183,6 +183,10 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
     return Decision(par, found, kv, tuple(reasons), True, idle)
 
 
+def _gpus(count: int) -> str:
+    return f"{count} GPU" + ("" if count == 1 else "s")
+
+
 def _architecture_reason(card: ModelCard) -> str:
     attention = card.attention
     if attention == "hybrid":
@@ -202,6 +206,8 @@ def _size_for_latency(card: ModelCard, latency: str, n_min: int, valid: list[int
     if latency == "relaxed":
         return n_min, f"latency relaxed: the smallest group that fits (TP{n_min}), the other GPUs as replicas"
     n = valid[-1]
+    if card.moe is not None and n == 1:  # nothing to shard: no "expert parallelism" to claim
+        return n, "MoE on the node's one GPU: a single instance holding every expert"
     if card.moe is not None:
         return n, (f"MoE: one instance over the node's {n} GPUs with expert parallelism - replicas would each hold "
                    "every expert, memory the KV cache needs (seed § MoE and Expert Parallelism)")
@@ -279,10 +285,10 @@ def _pipeline_or_nothing(card: ModelCard, count: int, valid: list[int], kv0: str
     assert found is not None
     layout = f"TP{tp}" + (f" × PP{pp}" if pp > 1 else "")
     if found.weights_fit:
-        reasons.append(f"the weights fit {count} GPUs as {layout}, but leave no room for one request of "
+        reasons.append(f"the weights fit {_gpus(count)} as {layout}, but leave no room for one request of "
                        f"{format_tokens(demand.context)} ({format_bytes(found.bytes_per_sequence)} of KV)")
     else:
-        reasons.append(f"the weights do not fit {count} GPUs even as {layout}: "
+        reasons.append(f"the weights do not fit {_gpus(count)} even as {layout}: "
                        f"{format_bytes(found.fit.weights_per_gpu_bytes or 0)} per GPU of "
                        f"{format_bytes(found.fit.usable_bytes_per_gpu)} usable")
     return Decision(replace(par, replicas=1), found, kv0, tuple(reasons), False, 0)

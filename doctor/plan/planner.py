@@ -192,7 +192,10 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
     gpu_text = f"{gpu.gpu.name}:{gpu.count}"
     check = check_command(argv, version, config=request.config, config_json=request.config_raw, gpu=gpu_text,
                           context=demand.context, users=demand.users, text_only=request.text_only,
-                          weight_facts=weight_facts, gpu_mem=request.gpu_mem)
+                          weight_facts=weight_facts, gpu_mem=request.gpu_mem,
+                          planned={"fit.users_fit": (decision.capacity.users_total,
+                                                     f"plan: {decision.parallelism.label()} with "
+                                                     f"{decision.capacity.kv_dtype} KV")} if decision.fits else None)
     return EnginePlan(engine, catalog, version, fraction, fraction_source, kv, decision, rows, flags,
                       delegations(card, kv, decision.kv_dtype), notes, argv, command, check)
 

@@ -41,17 +41,18 @@ class PlanRequest:
         if self.users is not None and self.rps is not None:
             raise InputError("--users and --rps: give one of them (--rps is turned into concurrent users with "
                              "Little's law)")
-        if self.users is not None and self.users < 1:
-            raise InputError(f"--users: must be at least 1, got {self.users}")
-        if self.rps is not None and not (self.rps > 0 and math.isfinite(self.rps)):
-            raise InputError(f"--rps: must be a positive number of requests per second, got {self.rps}")
+        from doctor.bounds import check
+
+        if self.users is not None:
+            check("users", self.users, "--users")
+        if self.rps is not None:
+            check("rps", self.rps, "--rps")
         if self.request_seconds is not None:
             if self.rps is None:
                 raise InputError("--request-seconds: only meaningful with --rps")
-            if not (self.request_seconds > 0 and math.isfinite(self.request_seconds)):
-                raise InputError(f"--request-seconds: must be a positive number, got {self.request_seconds}")
-        if self.context is not None and self.context < 1:
-            raise InputError(f"--context: must be positive, got {self.context}")
+            check("request_seconds", self.request_seconds, "--request-seconds")
+        if self.context is not None:
+            check("context", self.context, "--context")
         if self.latency is not None and self.latency not in latency_modes():
             raise InputError(f"--latency: {self.latency!r} is not one of {', '.join(latency_modes())}")
         unknown = [e for e in self.engines if e not in ENGINES]
@@ -95,6 +96,9 @@ def demand_for(request: PlanRequest, max_context: int | None, config_label: str)
         seconds = request.request_seconds or rules()["request_seconds"]
         assumed = "" if request.request_seconds else " (assumed: no --request-seconds)"
         users = max(1, math.ceil(request.rps * seconds))
+        from doctor.bounds import check
+
+        check("users", users, f"--rps {request.rps:g} × {seconds:g} s per request")
         users_source = (f"Little's law: {request.rps:g} requests/s × {seconds:g} s per request{assumed} "
                         f"= {users} concurrent requests")
     else:

@@ -42,8 +42,11 @@ class CommandCheck:
 
 def check_command(argv: list[str], version: str, *, config: str, gpu: str, context: int, users: int | None,
                   text_only: bool, weight_facts: dict[str, tuple[Any, str]],
-                  config_json: dict[str, Any] | None = None, gpu_mem: str | None = None) -> CommandCheck:
-    """Lint's pipeline over the plan: gather, the planned weights, derived facts, every playbook."""
+                  config_json: dict[str, Any] | None = None, gpu_mem: str | None = None,
+                  planned: dict[str, tuple[Any, str]] | None = None) -> CommandCheck:
+    """Lint's pipeline over the plan: gather, the planned weights, derived facts, every playbook. ``planned``:
+    facts the plan computed itself (the users its layout holds), over the derived ones, so the findings agree
+    with the numbers the plan shows."""
     from doctor.commands.lint import UNREACHABLE
     from doctor.derive import derive_all
     from doctor.playbook.engine import diagnose
@@ -57,6 +60,8 @@ def check_command(argv: list[str], version: str, *, config: str, gpu: str, conte
     for key, (value, source) in weight_facts.items():
         gathered.facts.set(key, value, source)
     derive_all(gathered.facts)
+    for key, (value, source) in (planned or {}).items():
+        gathered.facts.set(key, value, source)
     diagnosis = diagnose(load_playbooks(), gathered.facts, unreachable=UNREACHABLE)
     engine = gathered.command.engine if gathered.command else "?"
     return CommandCheck(engine, gathered, diagnosis)

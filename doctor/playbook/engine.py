@@ -13,7 +13,8 @@ Semantics of a tree (a list of nodes):
 Confidence: a finding resting on at least one observed fact (a metric, NVML, an active probe) is ``high``;
 otherwise the node's own ``confidence`` or ``medium`` — configuration alone can only suggest a cause — and
 ``low`` when a fact it rests on was guessed — the fact registry's ``learnt`` for it (playbooks/facts/), or what
-its producer said of this value (a model's name read with no config found: doctor/model/names.py).
+its producer said of this value (a model's name read with no config found: doctor/model/names.py) — or
+when the node itself says ``confidence: low`` (an observation that fits, but does not decide).
 """
 
 from __future__ import annotations
@@ -167,6 +168,8 @@ def _finding(cause: Cause, node: dict[str, Any], playbook: Playbook, evidence: l
              facts: Facts, registry: Registry) -> Finding:
     evidence = _dedupe(evidence)
     confidence = "high" if any(e.observed for e in evidence) else node.get("confidence", "medium")
+    if node.get("confidence") == "low":  # the node says the inference is weak: observed facts do not make it sure
+        confidence = "low"
     if confidence != "high" and any(_guessed(e.fact, facts, registry) for e in evidence):
         confidence = "low"  # e.g. read from the model's name alone (doctor/model/names.py), no config behind it
     what = render(cause.what, facts)

@@ -55,6 +55,8 @@ class HttpError(ProbeError):
         # it is shown escaped: the error stays one line.
         shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in url)
         super().__init__(f"{method} {redact_text(shown)}: {message}")
+        #: what went wrong without the URL, for callers whose URL is itself a secret (a chat webhook's path)
+        self.reason = message
         self.kind = kind
         self.status = status
 

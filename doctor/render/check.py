@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -52,7 +53,8 @@ def _probe_summary(run: CheckRun) -> str:
     for probe in run.probes:
         moot = probe_not_applicable(probe, run.facts)
         if probe.ok:
-            parts.append(f"{probe.name} ok {probe.elapsed_ms:.0f} ms")
+            refused = refused_requests(probe.name, run.facts)
+            parts.append(f"{probe.name} ok {probe.elapsed_ms:.0f} ms" + (f" but {refused}" if refused else ""))
         elif moot:  # nothing to read here (the GPU probe on a CPU server): not a failure
             parts.append(f"{probe.name} n/a ({moot})")
         elif run.unreachable:
@@ -60,6 +62,24 @@ def _probe_summary(run: CheckRun) -> str:
         else:
             parts.append(f"{probe.name} failed ({probe.error})")
     return " · ".join(parts)
+
+
+_REFUSED = re.compile(r"^(?:GET|POST) \S+?(?P<path>/[^\s:]*): HTTP (?P<status>401|403)\b.*?(?P<fix>pass --[a-z-]+ NAME)?$")
+
+
+def refused_requests(probe: str, facts: Any) -> str:
+    """A probe that answered while the server refused some of its requests (an API key is required: /metrics
+    is open, /v1/models is not): which, and the flag that fixes it — on the first screen, not under -v."""
+    refused = []
+    for key, reason in facts.errors.items():
+        match = _REFUSED.match(str(reason)) if key.startswith(f"{probe}.") else None
+        if match:
+            refused.append((match["path"], match["status"], match["fix"]))
+    if not refused:
+        return ""
+    paths = ", ".join(dict.fromkeys(f"{path} (HTTP {status})" for path, status, _fix in refused))
+    fix = next((fix for _path, _status, fix in refused if fix), None)
+    return f"refused {paths}" + (f": {fix}" if fix else "")
 
 
 def _probe_lines(run: CheckRun) -> list[str]:

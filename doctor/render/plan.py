@@ -112,7 +112,8 @@ def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
                     f"{format_bytes(cap.kv.bytes_per_token)}/token"
                     + (f" + {format_bytes(cap.kv.state_bytes_per_sequence)} state/request"
                        if cap.kv.state_bytes_per_sequence else "")
-                    + f" → ≈ {approx_tokens(cap.kv_tokens_per_group)} tokens per KV pool × {cap.groups * cap.replicas} pools"
+                    + f" → ≈ {approx_tokens(cap.kv_tokens_per_group)} tokens per KV pool"
+                    + (f" × {cap.groups * cap.replicas} pools" if cap.groups * cap.replicas > 1 else "")
                     + f" ({p.band(plan).text()})",
                     cols, "    ", "      "))
     if p.status == "does-not-run" and not p.decision.fits:
@@ -140,12 +141,26 @@ def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
     return out
 
 
+def _shortfalls(plan: Plan) -> list[str]:
+    """Under the verdict: each engine that serves fewer users than were asked, with the replicas that would hold
+    them (a plan that "runs" for 15 of 100 users must say so on the first screen)."""
+    from doctor.plan.flags import users_note
+
+    found = {engine: users_note(p.capacity, plan.demand) for engine, p in plan.engines.items()}
+    notes = {note for note in found.values() if note}
+    if len(notes) == 1 and len(found) > 1 and all(found.values()):
+        return [f"users    {notes.pop()}"]
+    return [f"users    {p.label}: {found[engine]}" if len(found) > 1 else f"users    {found[engine]}"
+            for engine, p in plan.engines.items() if found[engine]]
+
+
 def plan_text(plan: Plan, *, verbose: bool = False) -> str:
     """The verdict and each engine's design and command; -v adds each flag's reason, the notes, what is left to
     the engine and the findings in full (by default they are one line each)."""
     cols = width()
     out = [line for head in _headline(plan) for line in wrap(head, cols, "", "         ")]
     out.extend(wrap(_verdict_line(plan), cols, "", "         "))
+    out += [line for text in _shortfalls(plan) for line in wrap(text, cols, "", "         ")]
     said: dict[str, str] = {}
     for p in plan.engines.values():
         out.append("")

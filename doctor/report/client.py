@@ -28,6 +28,12 @@ from doctor.redact import redact_text
 #: When the first this many queries all time out, Prometheus is taken as too slow for the rest of the run (once
 #: one query has answered, a slow one costs only its own fact).
 MAX_FIRST_TIMEOUTS = 3
+#: The largest answer one query may return: a 24 h report of 100 instances is a few MB (charts are thinned to
+#: chart_points); an answer that streams on past this is not Prometheus's, and is not held in memory.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+#: Seconds a query may wait before stderr says what the run is waiting for (without --progress, a hung
+#: Prometheus would otherwise leave a nightly job silent for minutes).
+WAIT_NOTICE_S = 5.0
 
 
 class QueryError(Exception):
@@ -68,7 +74,10 @@ class PromClient:
     timeout_s: float
     end: float
     progress: Callable[[str], None] | None = None
+    #: told once, when a query has waited WAIT_NOTICE_S, what the run is waiting for
+    waiting: Callable[[str], None] | None = None
     log: list[QueryLog] = field(default_factory=list)
+    _told_waiting: bool = False
     _timeouts: int = 0
     _answered: bool = False
     _local: threading.local = field(default_factory=threading.local)
@@ -105,7 +114,11 @@ class PromClient:
             # One quick retry of a failed connect; never of a read (that would double a slow query's cost)
             # or of a status (Prometheus's 4xx/5xx are answers, shown as they are).
             retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0.1)
-            conn = PrometheusConnect(url=self.url, auth=auth, retry=retry, timeout=self.timeout_s)
+            import requests
+
+            session = requests.Session()
+            session.hooks["response"].append(self._read_capped)
+            conn = PrometheusConnect(url=self.url, auth=auth, retry=retry, timeout=self.timeout_s, session=session)
             self._local.conn = conn
             with self._lock:
                 self._sessions.append(conn)
@@ -143,6 +156,12 @@ class PromClient:
         if self.progress is not None:
             self.progress(label)
         started = time.perf_counter()
+        self._local.deadline = time.monotonic() + self.timeout_s
+        notice = None
+        if self.waiting is not None and not self._told_waiting and self.timeout_s > WAIT_NOTICE_S:
+            notice = threading.Timer(WAIT_NOTICE_S, self._tell_waiting, (label,))
+            notice.daemon = True
+            notice.start()
         try:
             data = call(self._connect())
             if not isinstance(data, list):
@@ -159,6 +178,10 @@ class PromClient:
         except requests.exceptions.Timeout:
             entry.error = self._timed_out(label)
             raise QueryError(entry.error, timed_out=True) from None
+        except _AnswerTooLarge:
+            entry.error = f"{label}: the answer from {self.display} is larger than {MAX_ANSWER_BYTES >> 20} MiB; " \
+                "not read (is it a Prometheus?)"
+            raise QueryError(entry.error) from None
         except requests.exceptions.InvalidJSONError:
             entry.error = f"{label}: the answer is not Prometheus's HTTP API JSON (is {self.display} a Prometheus?)"
             raise QueryError(entry.error) from None
@@ -173,7 +196,43 @@ class PromClient:
             # Prometheus's own --timeout bound ran out first (HTTP 503, errorType timeout)
             raise QueryError(entry.error, timed_out="HTTP 503: timeout" in entry.error) from None
         finally:
+            if notice is not None:
+                notice.cancel()
             entry.seconds = time.perf_counter() - started
+
+    def _read_capped(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        """requests' response hook, run before it reads the body: read it here, capped at MAX_ANSWER_BYTES and
+        within the query's --timeout from its start (requests' own timeout is an idle limit between reads,
+        which an answer that never stops streaming never trips)."""
+        import requests
+
+        deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.timeout_s
+        raw = response.raw
+        read = getattr(raw, "read1", None) or raw.read
+        chunks, size = [], 0
+        try:
+            while chunk := read(1 << 16, decode_content=True):
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise _AnswerTooLarge
+                if time.monotonic() > deadline:
+                    raise requests.exceptions.ReadTimeout("Read timed out (the answer did not end in time)")
+                chunks.append(chunk)
+        except BaseException:
+            chunks.clear()  # the exception's frames outlive this call (a future holds them): not the bytes
+            response.close()
+            raise
+        response._content = b"".join(chunks)
+        response._content_consumed = True
+        return response
+
+    def _tell_waiting(self, label: str) -> None:
+        with self._lock:
+            if self._told_waiting or self.waiting is None:
+                return
+            self._told_waiting = True
+        self.waiting(f"waiting for Prometheus at {self.display} (query: {label}; each query may take up to "
+                     f"{self.timeout_s:g}s, --timeout)")
 
     def _timed_out(self, label: str) -> str:
         with self._lock:
@@ -184,6 +243,10 @@ class PromClient:
         for conn in self._sessions:
             conn.close()
         self._sessions.clear()
+
+
+class _AnswerTooLarge(Exception):
+    """An answer past MAX_ANSWER_BYTES (raised from the response hook, mapped to a QueryError)."""
 
 
 def _float(raw: Any) -> float:
@@ -227,7 +290,8 @@ def _answer_error(exc: BaseException) -> str:
 
 
 def connect(url: str, *, timeout_s: float, end: float | None = None,
-            progress: Callable[[str], None] | None = None) -> PromClient:
+            progress: Callable[[str], None] | None = None,
+            waiting: Callable[[str], None] | None = None) -> PromClient:
     """Check ``--prometheus URL`` (one clear line when unusable) and make a client for it."""
     target = Target.parse(url, flag="--prometheus")
-    return PromClient(target, timeout_s, time.time() if end is None else end, progress)
+    return PromClient(target, timeout_s, time.time() if end is None else end, progress, waiting)

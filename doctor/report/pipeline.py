@@ -29,7 +29,8 @@ class ReportOptions:
     probe_timeout_s: float = 5.0
 
 
-def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
+        waiting: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
     from doctor.commands.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
@@ -52,7 +53,8 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None) -
         raise InputError(f"--timeout {options.timeout_s:g}: must be more than 0 seconds")
     selector = Selector.parse(options.selector)
     end = parse_time(options.until) if options.until else time.time()
-    client = connect(options.prometheus, timeout_s=options.timeout_s, end=end, progress=progress)
+    client = connect(options.prometheus, timeout_s=options.timeout_s, end=end, progress=progress,
+                     waiting=waiting)
     specs = load_targets(options.targets) if options.targets else []
     pbset = load_playbooks(options.playbook_dirs)
     catalog = load_catalog()

@@ -181,7 +181,7 @@ class Dispatcher:
             response = post_json(str(self.options.notify_url), {"text": text},
                                  timeout_s=self.options.notify_timeout_s, max_bytes=64 * 1024)
         except HttpError as exc:
-            self._log(f"{alert.fingerprint}: notify to {_origin(self.options.notify_url)} failed: {exc}")
+            self._log(f"{alert.fingerprint}: notify to {_origin(self.options.notify_url)} failed: {exc.reason}")
             return False
         if not 200 <= response.status < 300:
             self._log(f"{alert.fingerprint}: notify to {_origin(self.options.notify_url)}: HTTP {response.status}")

@@ -12,6 +12,7 @@ Only this module imports ``mcp`` (an optional dependency: ``pip install 'llm-ser
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -19,6 +20,8 @@ import sys
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+
+from doctor import __version__
 
 try:  # mcp >= 2 renamed FastMCP to MCPServer; the decorator, ToolError and run("stdio") are the same
     from mcp.server.mcpserver import MCPServer
@@ -30,10 +33,14 @@ except ImportError:  # pragma: no cover - mcp 1.x
 #: Seconds a tool call may take beyond the check's own bound (start-up, config parsing, rendering).
 _OVERHEAD_S = 30.0
 
-server = MCPServer("llmdoctor", log_level="WARNING", instructions=(
+#: mcp >= 2 takes the version clients see in serverInfo; 1.x reports its own package's (set below).
+_VERSION = {"version": __version__} if "version" in inspect.signature(MCPServer.__init__).parameters else {}
+server = MCPServer("llmdoctor", log_level="WARNING", **_VERSION, instructions=(
     "Diagnose vLLM and SGLang deployments: inspect a model config, lint a launch command, plan how to serve a "
     "model on given GPUs, check a live endpoint / snapshot / offline inputs, and read the playbooks. Every "
     "tool returns llmdoctor's versioned JSON (schema llmdoctor.<command>/1); findings carry evidence and fixes."))
+if not _VERSION:  # pragma: no cover - mcp 1.x: serverInfo.version is the low-level server's
+    server._mcp_server.version = __version__
 
 
 class ToolFailed(ToolError):

@@ -57,6 +57,8 @@ def parse_notification(body: bytes) -> Notification:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"body: not JSON ({exc})") from None
+    except RecursionError:
+        raise InputError("body: JSON nested too deeply to be an Alertmanager payload") from None
     if not isinstance(doc, dict):
         raise InputError("body: expected a JSON object (Alertmanager webhook payload)")
     version = doc.get("version")

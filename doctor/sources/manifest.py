@@ -181,6 +181,10 @@ def _gpus(obj: dict[str, Any], pod: dict[str, Any], container: dict[str, Any], o
                 per_pod = int(str(value))
             except ValueError:
                 out.notes.append(f"resources.{part}[{GPU_RESOURCE}] = {value!r} is not a whole number")
+            else:
+                from doctor.bounds import check
+
+                check("gpu_count", per_pod, f"{out.where}: resources.{part}[{GPU_RESOURCE}]")
             break
     size = _dig(obj, ("spec", "leaderWorkerTemplate", "size")) if obj.get("kind") == "LeaderWorkerSet" else None
     if per_pod is not None and isinstance(size, int) and size > 1:

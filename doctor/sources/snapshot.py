@@ -96,6 +96,10 @@ def _check(file: Path, snap: Any) -> None:
     for key, kind in (("scheme", str), ("host", str), ("port", int)):
         if not isinstance(target.get(key), kind) or isinstance(target.get(key), bool):
             fail(f"target.{key}", f"expected {'a number' if kind is int else 'a string'}")
+    from doctor.bounds import problem
+
+    if problem("port", target["port"]):
+        fail("target.port", problem("port", target["port"]))
     probes = snap.get("probes")
     if not isinstance(probes, dict):
         fail("probes", "expected an object of probe name -> result")
@@ -109,6 +113,8 @@ def _check(file: Path, snap: Any) -> None:
             fail(f"{key}.error", "expected a string or null")
         if not isinstance(entry.get("elapsed_ms"), (int, float)) or isinstance(entry.get("elapsed_ms"), bool):
             fail(f"{key}.elapsed_ms", "expected a number")
+        if problem("elapsed_ms", entry["elapsed_ms"]):
+            fail(f"{key}.elapsed_ms", problem("elapsed_ms", entry["elapsed_ms"]))
         if not isinstance(entry.get("raw"), dict):
             fail(f"{key}.raw", "expected an object")
     extra = snap.get("extra", {})
@@ -147,10 +153,37 @@ def _check_inputs(inputs: Any, fail: Any) -> None:
             excerpt_text(inputs["log"])
         except InputError as exc:
             fail("extra.inputs.log", str(exc).removeprefix("extra.inputs.log").lstrip(": "))
+    from doctor.bounds import BOUNDS, problem
+
     for key, kinds in _WORKLOAD_TYPES.items():
         value = (inputs.get("workload") or {}).get(key)
-        if value is not None and not _is(value, kinds):
+        if value is None:
+            continue
+        if key in BOUNDS and problem(key, value):  # 1e30 users, context -5, temperature NaN: not a workload
+            fail(f"extra.inputs.workload.{key}", problem(key, value))
+        if not _is(value, kinds):
             fail(f"extra.inputs.workload.{key}", f"expected {' or '.join(_KIND_NAMES[k] for k in kinds)} or null")
+    _check_gpu(inputs, fail)
+
+
+def _check_gpu(inputs: dict[str, Any], fail: Any) -> None:
+    """The recorded --gpu and --gpu-mem read as the flags are, the error naming the snapshot's key."""
+    from doctor.hardware.spec import UnknownGpu, parse_gpu_spec
+    from doctor.model.units import parse_bytes
+
+    memory = None
+    if inputs.get("gpu_mem") is not None:
+        try:
+            memory = parse_bytes(inputs["gpu_mem"], flag="extra.inputs.gpu_mem")
+        except InputError as exc:
+            fail("extra.inputs.gpu_mem", str(exc).removeprefix("extra.inputs.gpu_mem: "))
+    if inputs.get("gpu") is not None:
+        try:
+            parse_gpu_spec(inputs["gpu"], gpu_mem=memory, gpu_mem_text=inputs.get("gpu_mem"))
+        except UnknownGpu:
+            pass  # replays as the run did: with the GPU facts unknown
+        except InputError as exc:
+            fail("extra.inputs.gpu", str(exc).removeprefix("--gpu: "))
 
 
 _KIND_NAMES = {str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number",

@@ -1,0 +1,106 @@
+"""What the first screen says must be believable (issue 23, Believable output and Small): real CLI runs as
+subprocesses, over the bundled example configs and real loopback servers."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SHARED_FIXTURES, run_cli
+
+
+def _lint(*args: str, stdin: str | None = None) -> tuple[int, dict]:
+    done = run_cli("lint", "--offline", *args, "--format", "json", input=stdin)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_a_secret_on_the_command_line_leads_lint():
+    """Qwen3 without a reasoning parser (a warning) and an --api-key on the command line: the secret comes first."""
+    _rc, doc = _lint("--config", "example:seed-gqa-27b",
+                     "vllm serve Qwen/Qwen3-32B --api-key sk-abcdefghijklmnopqrstu --max-num-seq 8")
+    ids = [f["id"] for f in doc["findings"]]
+    assert "reasoning-parser-missing" in ids and "abbreviated-flag" in ids
+    first = doc["findings"][0]
+    assert first["id"] == "secret-in-command" and first["severity"] in ("warning", "critical")
+    assert "sk-abcdefghijklmnopqrstu" not in json.dumps(doc)
+
+
+def test_a_kubernetes_args_block_on_its_own_is_a_launch():
+    """README and --help promise a Kubernetes args: list; the `args:` block as pasted reads as the bare list does."""
+    block = "args:\n  - --model\n  - /models/Qwen3-8B\n  - --max-num-seqs\n  - \"8\"\n"
+    bare = "- --model\n- /models/Qwen3-8B\n- --max-num-seqs\n- \"8\"\n"
+    _rc, from_block = _lint("--file", "-", stdin=block)
+    _rc, from_bare = _lint("--file", "-", stdin=bare)
+    assert from_block["engine"] == from_bare["engine"] == "vllm"
+    assert from_block["flags"] == from_bare["flags"]
+    assert from_block["model"] == "/models/Qwen3-8B"
+
+
+def _check(*args: str) -> dict:
+    done = run_cli("check", *args, "--format", "json", env={"HF_HUB_OFFLINE": "1"})
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_default_sequence_cap_is_not_what_binds_at_two_running():
+    """The real vllm_2.prom scrape: 12 queued, 2 running, KV 0.46%. With the cap unknown (or the engine's default:
+    128 or more) the cap cannot be what binds; only a cap set to 2 by hand makes it certain."""
+    scrape = str(SHARED_FIXTURES / "metrics" / "vllm_2.prom")
+    for extra in ((), ("--command", "vllm serve /models/m")):
+        found = {f["id"]: f for f in _check("--metrics", scrape, *extra)["findings"]}
+        assert found["max-num-seqs-limit"]["confidence"] == "low", extra
+        assert "does not bind at 2 running" in found["max-num-seqs-limit"]["fix"]
+    capped = {f["id"]: f for f in _check("--metrics", scrape, "--command", "vllm serve /models/m --max-num-seqs 2")
+              ["findings"]}
+    assert capped["max-num-seqs-limit"]["confidence"] == "high"
+
+
+def test_a_refused_probe_is_named_with_its_flag_on_the_first_screen():
+    """vLLM with --api-key: /metrics and /version answer, /v1/models is 401. The first screen says which request
+    was refused and that --api-key-env fixes it, not a bare "server ok"."""
+    from support.httpserver import LocalServer, Response
+    from support.serve import vllm_routes
+
+    routes = vllm_routes(SHARED_FIXTURES / "metrics" / "vllm_1.prom")
+    routes["/v1/models"] = Response(401, b'{"error":"Unauthorized"}', content_type="application/json")
+    with LocalServer(routes) as server:
+        done = run_cli("check", "--endpoint", f"127.0.0.1:{server.port}", env={"HF_HUB_OFFLINE": "1"})
+    assert done.returncode in (0, 1), done.stderr
+    screen = " ".join(done.stdout.split("\n\n")[0].split())
+    assert "server ok" in screen and "refused /v1/models (HTTP 401): pass --api-key-env NAME" in screen
+
+
+def test_gpus_names_its_own_argument_in_errors():
+    done = run_cli("gpus", "FooBar")
+    assert done.returncode == 2 and done.stderr.startswith("llmdoctor: gpus NAME: unknown GPU 'FooBar'")
+
+
+def test_gpu_mem_given_is_not_asked_for_again():
+    """--gpu H100 is ambiguous only in memory; with --gpu-mem the note must not ask for --gpu-mem."""
+    asked = run_cli("plan", "example:seed-gqa-27b", "--gpu", "H100:1")
+    given = run_cli("plan", "example:seed-gqa-27b", "--gpu", "H100:1", "--gpu-mem", "80GB")
+    assert "pass --gpu-mem" in " ".join(asked.stdout.split())
+    text = " ".join(given.stdout.split())
+    assert "pass --gpu-mem" not in text and "taken as H100 (sm_90) with the memory of --gpu-mem 80GB" in text
+
+
+def test_every_help_puts_options_before_examples():
+    from doctor.cli.main import cli
+
+    for name in cli.list_commands(None):
+        text = run_cli(name, "--help").stdout
+        if "Examples:" in text:
+            assert text.index("Options:") < text.index("Examples:"), name
+
+
+def test_a_plan_short_of_the_asked_users_says_so_on_the_first_screen():
+    """gpt-oss-120b (real config) on one H100 for 100 users holds about 15: a finding, and the replicas it would
+    take under the verdict — not "RUNS" and "Findings: none" with the count only in the JSON."""
+    config = str(SHARED_FIXTURES / "configs" / "openai__gpt-oss-120b.json")
+    done = run_cli("plan", config, "--gpu", "H100:1", "--users", "100")
+    assert done.returncode == 1, done.stderr
+    head = " ".join("\n".join(done.stdout.splitlines()[:14]).split())
+    assert "RUNS DEGRADED" in head and "users-exceed-kv-capacity" in head
+    assert "users serves 15 of 100 concurrent requests of 32k: 7 replicas (7 GPUs)" in head
+    enough = run_cli("plan", config, "--gpu", "H100:1", "--users", "10")
+    assert "users-exceed-kv-capacity" not in enough.stdout and "\nusers " not in enough.stdout
