@@ -101,6 +101,6 @@ def test_a_plan_short_of_the_asked_users_says_so_on_the_first_screen():
     assert done.returncode == 1, done.stderr
     head = " ".join("\n".join(done.stdout.splitlines()[:14]).split())
     assert "RUNS DEGRADED" in head and "users-exceed-kv-capacity" in head
-    assert "users serves 15 of 100 concurrent requests of 32k: 7 replicas (7 GPUs)" in head
+    assert "serves 15 of 100 concurrent requests of 32k: 7 replicas (7 GPUs)" in head
     enough = run_cli("plan", config, "--gpu", "H100:1", "--users", "10")
     assert "users-exceed-kv-capacity" not in enough.stdout and "\nusers " not in enough.stdout

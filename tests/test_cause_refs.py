@@ -40,6 +40,7 @@ def _cited(ref: str) -> list[tuple[str, str]]:
     """(section name, the ref's parenthetical about it) for each ``§ A › B (…)`` in ``ref``."""
     out = []
     for part in ref.split("§")[1:]:
+        part = part.split(";")[0]   # what follows a ";" is another source (a wheel's file:line, a test)
         part = re.sub(r"\s+and\s*$", "", part.strip().rstrip(","))
         part, _, quoted = part.partition(" (")
         out.append((part.split("›")[-1].strip(), quoted))

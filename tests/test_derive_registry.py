@@ -92,9 +92,9 @@ class Recording(Facts):
         self.reads.add(key)
         return super().unknown_reason(key)
 
-    def set(self, key: str, value: Any, source: str, *, observed: bool = False) -> None:
+    def set(self, key: str, value: Any, source: str, **how: Any) -> None:
         self.writes.add(key)
-        super().set(key, value, source, observed=observed)
+        super().set(key, value, source, **how)
 
     def error(self, key: str, message: str) -> None:
         self.writes.add(key)

@@ -181,7 +181,7 @@ def test_fleet_renderers_over_mixed_results(fmt: str, tmp_path: Path) -> None:
 
     with MultiPortServer({}, healthy=0, slow=1, dead=1, slow_delay=0.1) as srv:
         path = tmp_path / "fleet.yaml"
-        path.write_text("\n".join(f"- {ep}" for ep in srv.slow_endpoints + srv.dead_endpoints) + "\n- {endpoint: 'x'}\n")
+        path.write_text("\n".join(f"- {ep}" for ep in srv.slow_endpoints + srv.dead_endpoints) + "\n- {endpoint: '127.0.0.1:9', command: 'vllm serve m \"unbalanced'}\n")
         fleet = run_fleet(load_targets(str(path)), timeout_s=0.5)
     out = fleet_text(fleet) if fmt == "text" else fleet_markdown(fleet)
     assert out.count("unreachable") >= 2 and "input error" in out

@@ -88,7 +88,7 @@ def test_glm5_on_8x_h200_needs_fp8_weights() -> None:
     assert bf16.to_dict()["commands"]["vllm"]["command"] is None
     assert any(line.startswith("smaller weights: FP8") for line in bf16.instead)
     fp8 = plan_for("zai-org__GLM-5.json", "8xH200", weights_dtype="fp8", **SAME)
-    assert fp8.status == "runs"
+    assert _runs_short_only_of_users(fp8)   # at FP8 it runs; 100 users of 32k need more replicas (48 fit)
     assert _flags(fp8, "sglang")["quantization"] == "fp8"
 
 
@@ -134,7 +134,15 @@ def test_two_rtx_4090_run_a_small_gqa_dense_model() -> None:
 def test_eight_h200_accept_most_architectures() -> None:
     for spec in ("Qwen__Qwen3-32B.json", "deepseek-ai__DeepSeek-V3.json", "deepseek-ai__DeepSeek-V3.2.json",
                  "Qwen__Qwen3.5-397B-A17B.json", "openai__gpt-oss-120b.json", "moonshotai__Kimi-K2.5.json"):
-        assert plan_for(spec, "8xH200", **SAME).status == "runs", spec
+        assert _runs_short_only_of_users(plan_for(spec, "8xH200", **SAME)), spec
+
+
+def _runs_short_only_of_users(plan) -> bool:
+    """Runs — or runs degraded only because the asked users need more replicas (users-exceed-kv-capacity)."""
+    if plan.status == "runs":
+        return True
+    causes = {c for p in plan.engines.values() for c in p.check.to_dict()["causes"]}
+    return plan.status == "runs-degraded" and causes == {"users-exceed-kv-capacity"}
 
 
 def test_b300_prefers_nvfp4_checkpoints() -> None:
