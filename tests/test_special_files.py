@@ -75,3 +75,30 @@ def test_a_pipe_with_a_writer_is_read():
     out, err = child.communicate(timeout=30)
     assert child.returncode in (0, 1), err
     assert "/models/m" in out
+
+
+def test_an_endless_log_stream_is_cut_and_still_diagnosed() -> None:
+    """`producer | llmdoctor check --log -` that never ends: read for STREAM_SECONDS, then diagnosed from the head
+    and the latest tail (it used to be read forever, --timeout or not)."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    from doctor.logs.read import STREAM_SECONDS
+
+    line = b"INFO 12-01 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s\n" * 2000
+    proc = subprocess.Popen([sys.executable, "-m", "doctor", "check", "--offline", "--format", "json", "--log", "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    started = time.monotonic()
+    assert proc.stdin is not None
+    try:
+        while proc.poll() is None and time.monotonic() - started < STREAM_SECONDS + 20:
+            proc.stdin.write(line)
+    except BrokenPipeError:
+        pass
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < STREAM_SECONDS + 15   # it stopped reading by itself
+    assert proc.returncode in (0, 1, 5), err
+    assert b'"schema"' in out and b"Traceback" not in err

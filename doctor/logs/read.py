@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -26,6 +27,10 @@ TAIL_BYTES = 1024 * 1024
 _CHUNK = 1 << 20
 #: A NUL byte this early means a binary file (a core dump, an archive), never a log.
 _SNIFF = 4096
+#: How long a stream is read at most: a pipe that never ends (`tail -f … | llmdoctor check --log -`, a
+#: generator) is cut here and diagnosed from what arrived — its head and the latest tail. A 1 GiB log streams
+#: in about 2 s (bench/bench_log.py), so only an endless one is cut.
+STREAM_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,11 @@ def _from_stream(fh: BinaryIO, label: str) -> LogText:
     head = bytearray()
     tail: deque[bytes] = deque()
     tail_len = total = 0
+    deadline = time.monotonic() + STREAM_SECONDS
     while chunk := fh.read(_CHUNK):
+        if time.monotonic() > deadline:
+            label = f"{label}; cut after {STREAM_SECONDS:.0f} s of reading, the stream went on"
+            break
         total += len(chunk)
         if len(head) < HEAD_BYTES:
             take = HEAD_BYTES - len(head)
