@@ -75,7 +75,8 @@ def test_a_rendered_template_is_matched_back_to_itself_and_its_releases(engine: 
         # otherwise), or an outer one whose str hole takes this template's text (a message quoting a message)
         other = catalog.templates[match.template]["parts"]
         assert match.in_release, (tid, match.template, line)
-        assert [p for p in other if isinstance(p, str)] == [p for p in parts if isinstance(p, str)] or \
+        # (a log line keeps no trailing blanks: templates that differ only there read the same line)
+        assert _literals(other) == _literals(parts) or \
             any(not isinstance(p, str) and p["type"] == "str" for p in other), (tid, match.template, line)
         return
     assert match.in_release
@@ -85,12 +86,19 @@ def test_a_rendered_template_is_matched_back_to_itself_and_its_releases(engine: 
     assert all(catalog.release_index(s.since) <= at <= catalog.release_index(s.until) for s in match.sites)
 
 
+def _literals(parts: list) -> list[str]:
+    literals = [p for p in parts if isinstance(p, str)]
+    return literals[:-1] + [literals[-1].rstrip()] if literals else literals
+
+
 def test_every_release_read_is_in_the_tables() -> None:
+    """Every release of the flag catalogs from the error catalog's first on (vLLM 0.6.0, SGLang 0.4.0; the
+    releases read before those, tools/catalog_versions.txt's oldest, have flag catalogs only)."""
     from tools.gen_catalog import shipped_versions
 
-    for engine in ("vllm", "sglang"):
+    for engine, first in (("vllm", "0.6.0"), ("sglang", "0.4.0")):
         listed = [v for e, v in shipped_versions() if e == engine]
-        assert cat.load(engine).releases == listed
+        assert cat.load(engine).releases == listed[listed.index(first):]
 
 
 # ------------------------------------------------------------------------------------------- real logs
