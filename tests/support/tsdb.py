@@ -57,6 +57,19 @@ def backfill(openmetrics: str, workdir: Path) -> Path:
     return data
 
 
+def wait_ready(process: subprocess.Popen, url: str, timeout: float) -> bool:
+    """Whether the store answers 200 at ``url`` within ``timeout`` (False at once if its process ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as answer:
+            if answer.status == 200:
+                return True
+        time.sleep(0.1)
+    return False
+
+
 class PrivatePrometheus:
     """``with PrivatePrometheus(tmp, data=...) as prom: prom.url``: a running server until the block ends."""
 
@@ -110,16 +123,8 @@ class PrivatePrometheus:
         raise RuntimeError(f"prometheus did not start: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
 
     def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                return False
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
-                if answer.status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
+        assert self.process is not None
+        return wait_ready(self.process, f"{self.url}/-/ready", timeout)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -173,16 +178,8 @@ class PrivateVictoria:
         raise RuntimeError(f"victoria-metrics did not start: {(self.workdir / 'victoria.log').read_text()[-2000:]}")
 
     def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                return False
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/health", timeout=1) as answer:
-                if answer.status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
+        assert self.process is not None
+        return wait_ready(self.process, f"{self.url}/health", timeout)
 
     def load(self, openmetrics: Iterable[str], batch: int = 50_000) -> int:
         """Import OpenMetrics lines (as written for promtool) and flush them to searchable storage."""
