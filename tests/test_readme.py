@@ -47,6 +47,31 @@ def test_readme_example(command: str, shown: list[str], tmp_path) -> None:
         if "…" in line or VOLATILE.search(line) or not line.strip():
             continue
         assert line.rstrip() in printed, f"README shows a line the tool does not print: {line!r}"
+    missed = _first_line_not_shown(shown, result.stdout.splitlines())
+    assert missed is None, f"the tool prints a line the README sample leaves out without an elision (…): {missed!r}"
+
+
+def _first_line_not_shown(shown: list[str], printed: list[str]) -> str | None:
+    """The README sample, read as a pattern over the real output: its lines in order, a line with "…" standing for
+    any number of printed lines. None when every non-blank printed line is shown or elided; else the first one that
+    is neither."""
+    def norm(line: str) -> str:
+        return VOLATILE.sub("", line).rstrip()
+
+    at, elided = 0, False
+    for line in shown:
+        if "…" in line:
+            elided = True
+            continue
+        if not line.strip():
+            continue
+        while at < len(printed) and norm(printed[at]) != norm(line):
+            if printed[at].strip() and not elided:
+                return printed[at]
+            at += 1
+        at, elided = at + 1, False
+    rest = [line for line in printed[at:] if line.strip()]
+    return rest[0] if rest and not elided else None
 
 
 @requires_shared
