@@ -104,3 +104,11 @@ def test_a_plan_short_of_the_asked_users_says_so_on_the_first_screen():
     assert "serves 15 of 100 concurrent requests of 32k: 7 replicas (7 GPUs)" in head
     enough = run_cli("plan", config, "--gpu", "H100:1", "--users", "10")
     assert "users-exceed-kv-capacity" not in enough.stdout and "\nusers " not in enough.stdout
+
+
+def test_the_plan_names_one_weights_figure_per_layout():
+    """DeepSeek-class MLA + MoE on 8× H200 with DP attention: the "why" line's weights are the TP layout's and say
+    so; "fit" holds the chosen layout's (78.5 vs 94.7 GiB/GPU for one plan read as a contradiction)."""
+    done = run_cli("plan", "example:seed-mla-moe", "--gpu", "H200:8", "--context", "32k", "--users", "100")
+    text = " ".join(done.stdout.split())
+    assert "the weights fit from TP8 (at TP8:" in text and "the chosen layout's are under fit" in text
