@@ -59,7 +59,8 @@ def _live(engine: str, version: str) -> list[str]:
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_rendered_template_is_matched_back_to_itself_and_its_releases(engine: str, data) -> None:
     catalog = cat.load(engine)

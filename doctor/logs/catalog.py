@@ -218,9 +218,14 @@ def _words(parts: list[Any]) -> set[str]:
     for i, part in enumerate(parts):
         if not isinstance(part, str):
             continue
-        found = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(part)]
-        out.update(w.lower() for start, end, w in found
-                   if not (start == 0 and i > 0) and not (end == len(part) and i + 1 < len(parts)))
+        for m in _WORD.finditer(part):
+            # underscores before a word join it to a hole printed before them (``{x}_block_cnt`` prints as
+            # ``j_block_cnt``): such a word is not whole either
+            lead = len(part[:m.start()]) - len(part[:m.start()].rstrip("_"))
+            touches_before = m.start() - lead == 0 and i > 0
+            touches_after = m.end() == len(part) and i + 1 < len(parts)
+            if not touches_before and not touches_after:
+                out.add(m.group(0).lower())
     return out
 
 
