@@ -509,8 +509,7 @@ def annotate_since(engine: str, text: str) -> str:
     matter. The releases read for old incidents (before ``RECENT_FROM``) do not count: they would push the quarter
     back to 2023 and annotate nearly every fix."""
     since = option_since(engine)
-    versions = [v for v in available(engine) if version_key(v) >= version_key(RECENT_FROM[engine])]
-    cutoff = version_key(versions[len(versions) // 4])
+    cutoff = _recent_cutoff(engine)
     label = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
     needs = {}
     for option in _OPTION.findall(text):
@@ -520,6 +519,13 @@ def annotate_since(engine: str, text: str) -> str:
     if not needs:
         return text
     return f"{text} (version unknown: " + ", ".join(f"{o} needs {label} ≥ {v}" for o, v in needs.items()) + ")"
+
+
+@cache
+def _recent_cutoff(engine: str) -> tuple[Any, ...]:
+    """The release a quarter into the recent releases read (from ``RECENT_FROM``), as a version key."""
+    versions = [v for v in available(engine) if version_key(v) >= version_key(RECENT_FROM[engine])]
+    return version_key(versions[len(versions) // 4])
 
 
 @cache
