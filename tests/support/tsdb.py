@@ -70,7 +70,26 @@ def wait_ready(process: subprocess.Popen, url: str, timeout: float) -> bool:
     return False
 
 
-class PrivatePrometheus:
+class _StoreProcess:
+    """What both private stores share: the server process, stopped when the ``with`` block ends."""
+
+    process: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.process = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PrivatePrometheus(_StoreProcess):
     """``with PrivatePrometheus(tmp, data=...) as prom: prom.url``: a running server until the block ends."""
 
     def __init__(self, workdir: Path, *, data: Path | None = None, scrape: list[str] = (),
@@ -126,18 +145,6 @@ class PrivatePrometheus:
         assert self.process is not None
         return wait_ready(self.process, f"{self.url}/-/ready", timeout)
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-        self.process = None
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def prometheus_text(openmetrics: Iterable[str]) -> Iterator[bytes]:
@@ -149,7 +156,7 @@ def prometheus_text(openmetrics: Iterable[str]) -> Iterator[bytes]:
         yield f"{head} {round(float(stamp) * 1000)}\n".encode()
 
 
-class PrivateVictoria:
+class PrivateVictoria(_StoreProcess):
     """``with PrivateVictoria(tmp) as vm: vm.load(text); vm.url``: single-node VictoriaMetrics (Debian's
     ``victoria-metrics``), whose Prometheus-compatible query API the report reads as it reads Prometheus."""
 
@@ -201,15 +208,3 @@ class PrivateVictoria:
             pass
         return len(lines)
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-        self.process = None
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
