@@ -109,6 +109,11 @@ class HubServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
+        # a port the OS hands out again is a new Hub: an earlier run's "unreachable" memo for it must not answer
+        # for this one (doctor/model/hubmemo.py keeps it an hour, per endpoint)
+        from doctor.model.hubmemo import forget_unreachable
+
+        forget_unreachable(self.endpoint)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
         self._thread.start()
