@@ -108,7 +108,8 @@ def test_a_plan_short_of_the_asked_users_says_so_on_the_first_screen():
 
 def test_the_plan_names_one_weights_figure_per_layout():
     """DeepSeek-class MLA + MoE on 8× H200 with DP attention: the "why" line's weights are the TP layout's and say
-    so; "fit" holds the chosen layout's (78.5 vs 94.7 GiB/GPU for one plan read as a contradiction)."""
+    so ("at TP8"); "fit" holds the chosen layout's (78.5 vs 94.7 GiB/GPU, bare, read as a contradiction)."""
     done = run_cli("plan", "example:seed-mla-moe", "--gpu", "H200:8", "--context", "32k", "--users", "100")
     text = " ".join(done.stdout.split())
-    assert "the weights fit from TP8 (at TP8:" in text and "the chosen layout's are under fit" in text
+    assert "the weights fit from TP8 (78.4 GiB per GPU at TP8 of 129 GiB usable)" in text
+    assert "weights 93.9 GiB/GPU of 129 GiB usable" in text   # the chosen DP-attention layout's, under fit

@@ -119,11 +119,10 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
         return _pipeline_or_nothing(card, count, valid, kv0, tp_form, evaluate, holds_one, reasons, demand)
     first = evaluate(tp_form(n_min), kv0)
     assert first is not None  # holds_one saw it
-    # said as the TP layout's figure: the layout chosen below (DP attention, EP) may hold more per GPU, and "fit"
-    # gives that one — two numbers for "the weights per GPU" read as a contradiction otherwise
-    reasons.append(f"the weights fit from TP{n_min} (at TP{n_min}: {format_bytes(first.fit.weights_per_gpu_bytes or 0)}"
-                   f" per GPU of {format_bytes(first.fit.usable_bytes_per_gpu)} usable; the chosen layout's are under "
-                   f"fit)")
+    # said as the TP layout's figure ("at TP8"): the layout chosen below (DP attention, EP) may hold more per GPU,
+    # and "fit" gives that one — two bare numbers for "the weights per GPU" read as a contradiction
+    reasons.append(f"the weights fit from TP{n_min} ({format_bytes(first.fit.weights_per_gpu_bytes or 0)} per GPU at "
+                   f"TP{n_min} of {format_bytes(first.fit.usable_bytes_per_gpu)} usable)")
     n0, why = _size_for_latency(card, demand.latency, n_min, valid)
     reasons.append(why)
     split = kv_split_limit(card)
