@@ -74,6 +74,11 @@ class _StoreProcess:
     """What both private stores share: the server process, stopped when the ``with`` block ends."""
 
     process: subprocess.Popen | None = None
+    port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -104,10 +109,6 @@ class PrivatePrometheus(_StoreProcess):
         self.flags = list(flags)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def _config(self) -> Path:
         lines = ["global:", f"  scrape_interval: {self.scrape_interval}", f"  evaluation_interval: {self.scrape_interval}",
@@ -165,10 +166,6 @@ class PrivateVictoria(_StoreProcess):
         self.flags = list(flags)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> PrivateVictoria:
         assert VICTORIA is not None, "victoria-metrics not installed (Debian: apt-get install victoria-metrics)"
