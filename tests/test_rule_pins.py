@@ -146,3 +146,23 @@ def test_server_fields_keep_their_answers() -> None:
         for key, why in sorted(facts.errors.items()):
             answers[f"{name}/{key}/error"] = why
     _check("server_fields", answers, by_version=False)
+
+
+@pytest.mark.parametrize(("field", "value", "fact", "expected"), [
+    ("disable_radix_cache", 0, "launch.prefix_caching", None),       # a number where a bool is tested: null
+    ("disable_radix_cache", True, "launch.prefix_caching", False),
+    ("ep_size", "8", "launch.expert_parallel", None),                 # text where a number is compared: null
+    ("ep_size", 8, "launch.expert_parallel", True),
+    ("dtype", "auto", "launch.dtype", None),
+    ("speculative_algorithm", None, "launch.speculative", False),
+])
+def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: str, expected: Any) -> None:
+    """A real SGLang answer with one field changed: a test on a value of another type answers nothing."""
+    from doctor.facts import Facts
+    from doctor.probes.server import _mapped_facts
+
+    body = json.loads((ROOT / "fixtures/scenarios/sglang_server_info.json").read_text())
+    body[field] = value
+    facts = Facts()
+    _mapped_facts(facts, body, "sglang")
+    assert facts.fact(fact) is not None and facts.get(fact) == expected

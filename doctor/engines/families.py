@@ -61,14 +61,15 @@ class ParserSpec:
 
     def at(self, version: str | None) -> tuple[str | None, str | None]:
         """The (name, since) to expect on engine ``version`` (None or unparseable: the current name)."""
-        if self.name is None or version is None or version_key(version) is None:
+        if self.name is None or version is None or version_key(version) is None or self.since is None:
             return self.name, self.since
-        if self.since is None or version_at_least(version, self.since):
-            return self.name, self.since
-        for name, since in reversed(self.earlier):
-            if version_at_least(version, since):
-                return name, since
-        return self.name, self.since  # older than any: the upgrade target is `since`
+        from doctor.playbook.conditions import newest_holding, release_spans
+
+        named = [*self.earlier, (self.name, self.since)]  # release rules: each name from its since to the next
+        facts = Facts()
+        facts.set("launch.version", version, "engine version")
+        index = newest_holding(release_spans("launch.version", [since for _, since in named]), facts)
+        return named[index] if index is not None else (self.name, self.since)  # older than any: upgrade to since
 
     def accepted(self, version: str | None = None) -> tuple[str, ...]:
         """Every name that parses this family correctly: the one expected at ``version`` (all current and

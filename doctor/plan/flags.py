@@ -208,9 +208,10 @@ def _parser_flags(engine: str, catalog: Catalog, family: Family | None, notes: l
         notes.append("no model family matched (doctor/engines/families.yaml): no tool-call or reasoning parser set")
         return []
     from doctor.engines.families import expected_facts
-    from doctor.versions import version_at_least
+    from doctor.playbook.conditions import evaluate
 
     expect = expected_facts(family, engine, catalog.version)
+    expect.set("launch.version", catalog.version, f"{engine} catalog")
     out: list[FlagChoice] = []
     for job, dest, registry in (("tool_parser", "tool_call_parser", catalog.tool_parsers),
                                 ("reasoning_parser", "reasoning_parser", catalog.reasoning_parsers)):
@@ -222,7 +223,8 @@ def _parser_flags(engine: str, catalog: Catalog, family: Family | None, notes: l
                 notes.append(f"no {what} parser for {family.id} on {engine}: {why}")
             continue
         since = expect.get(f"expect.{job}_since")
-        if name not in registry or (since and not version_at_least(catalog.version, since)):
+        if name not in registry or (since and evaluate({"fact": "launch.version", "op": "version_ge", "value": since},
+                                                       expect).value is not True):
             # Not registered yet, or registered but handling this family only from `since` (families.yaml).
             notes.append(f"{family.id} needs --{dest.replace('_', '-')} {name}, which {engine} {catalog.version} "
                          f"does not handle for it" + (f" (from {since}): upgrade" if since else ""))

@@ -7,9 +7,12 @@ tree can say what it could not check instead of silently taking the "no" branch.
 Three-valued rules (Kleene): ``all`` is false if any part is false, else unknown if any part is unknown;
 ``any`` is true if any part is true, else unknown if any part is unknown; ``not`` keeps unknown.
 
-This is the one condition language of the project's data: the symptom trees, and the ``when:`` of the flag
+This is the one condition language of the project's data: the symptom trees, the ``when:`` of the flag
 semantics (doctor/engines/semantics.yaml, where a case applies only when its condition is true — unknown does
-not apply). ``set`` means one thing everywhere: known, and neither null nor false (docs/playbooks.md).
+not apply), the ``as:`` of the server_info field table (doctor/probes/server_fields.yaml), and the release
+rules (a rule ``since`` a release holds until the next rule's ``since``: :func:`release_spans` says so as
+conditions, :func:`newest_holding` picks the rule). ``set`` means one thing everywhere: known, and neither null
+nor false (docs/playbooks.md).
 """
 
 from __future__ import annotations
@@ -62,6 +65,28 @@ def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
         # The negation of a false test is evidence too: "no EP flag" is part of the moe-without-ep chain.
         return Outcome(True, support=_negated_support(cond["not"], facts))
     return _test(cond, facts)
+
+
+def release_spans(fact: str, sinces: list[str]) -> list[dict[str, Any]]:
+    """The conditions a list of release rules (oldest ``since`` first) stands for: rule *i* holds from its
+    ``since`` until the next rule's, the last one from its ``since`` on."""
+    spans = []
+    for i, since in enumerate(sinces):
+        start = {"fact": fact, "op": "version_ge", "value": since}
+        if i + 1 < len(sinces):
+            start = {"all": [start, {"fact": fact, "op": "version_lt", "value": sinces[i + 1]}]}
+        spans.append(start)
+    return spans
+
+
+def newest_holding(conditions: list[dict[str, Any]], facts: Facts) -> int | None:
+    """The index of the last condition that is not false: the one that holds, or, when the facts leave them all
+    unknown (the engine version was not given), the newest, which is the rules' hedge. None when all are false
+    (a version older than every rule)."""
+    for index in range(len(conditions) - 1, -1, -1):
+        if evaluate(conditions[index], facts).value is not False:
+            return index
+    return None
 
 
 def _test(cond: dict[str, Any], facts: Facts) -> Outcome:

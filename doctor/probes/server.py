@@ -275,24 +275,41 @@ def _mapped_facts(facts: Facts, answer: dict[str, Any], engine: str) -> None:
         found, value = _lookup(answer, row["field"])
         if not found:
             continue
-        transform = row.get("as")
-        if transform == "auto_is_null":
-            value = None if value == "auto" else value
-        elif transform == "dtype":  # vLLM serialises the resolved torch.dtype as "torch.bfloat16"
-            value = value.removeprefix("torch.") if isinstance(value, str) else value
-            value = None if value == "auto" else value
-        elif transform == "not":
-            value = not value if isinstance(value, bool) else None
-        elif transform == "gt_1":
-            value = value > 1 if isinstance(value, (int, float)) else None
-        elif transform == "is_set":
-            value = value is not None
+        value = _transformed(row, value)
         source = f"server_info {row['field'].removeprefix('vllm_config.')}"
         expected = table["types"][row["fact"]]
         if value is not None and not _is_type(value, expected):
             facts.error(row["fact"], f"{source}: expected {_TYPE_NAMES[expected]}, got {_short_value(value)}")
             continue
         facts.set(row["fact"], float(value) if value is not None and expected == "fraction" else value, source)
+
+
+def _transformed(row: dict[str, Any], value: Any) -> Any:
+    """The field's value through the row's ``strip``, ``null_when`` and ``as`` (conditions on the value, in the
+    playbooks' language, evaluated by its one evaluator)."""
+    if "strip" in row and isinstance(value, str):
+        value = value.removeprefix(row["strip"])
+    if "null_when" in row and _holds(row["null_when"], value):
+        return None
+    if "as" in row:
+        reads = _OPERAND.get(row["as"]["op"])
+        if reads is not None and not isinstance(value, reads):
+            return None  # a test of a bool on a number, or of a number on text: no answer
+        return _holds(row["as"], value)
+    return value
+
+
+#: what a field must hold for a test on it to answer (``set`` reads any value)
+_OPERAND: dict[str, Any] = {"is_true": bool, "is_false": bool,
+                            **dict.fromkeys(("gt", "ge", "lt", "le"), (int, float))}
+
+
+def _holds(condition: dict[str, Any], value: Any) -> bool:
+    from doctor.playbook.conditions import evaluate
+
+    field = Facts()
+    field.set("field", value, "server_info")
+    return evaluate({**condition, "fact": "field"}, field).value is True
 
 
 _TYPE_NAMES = {"str": "text", "int": "a whole number", "bool": "true or false", "fraction": "a number in (0, 1]"}
