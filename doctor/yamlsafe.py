@@ -147,7 +147,7 @@ def line_of(node: Any, path: list[Any] | tuple[Any, ...]) -> int | None:
     for step in path:
         if isinstance(current, yaml.MappingNode):
             for key_node, value_node in current.value:
-                if key_node.value == step:
+                if key_node.value == str(step):  # a YAML key 8 is the data's 8
                     current = value_node
                     line = key_node.start_mark.line + 1
                     break

@@ -120,12 +120,13 @@ Exit codes: 0 valid; 2 problems, one per line on stderr (FILE:LINE: KEY: message
 """)
 @click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
 @click.option("--data", "data_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also check this data file (semantics.yaml, kernels.yaml, engine_memory.yaml, dsa_kv.yaml: "
-                   "by its name) against its schema. Repeatable.")
+              help="Also check this data file against its schema, chosen by the file's name (any data file "
+                   "the package reads: semantics.yaml, families.yaml, server_fields.yaml, gpus.yaml, rules.yaml, "
+                   "kernels.yaml, engine_memory.yaml, ...; doctor/playbook/schemas/ has them all). Repeatable.")
 def validate_cmd(dirs: tuple[str, ...], data_files: tuple[str, ...]) -> int:
     """Check playbook directories (and the built-ins) against the schema, the fact registry and each other, then
-    run the cases of the directories' cause files; and the built-in data files the code reads (flag semantics,
-    kernel and memory release rules) against theirs.
+    run the cases of the directories' cause files; and every built-in data file the code reads (flag semantics,
+    model families, release rules, the GPU catalog, the planner's rules, ...) against its schema.
 
     Every problem is printed as FILE:LINE: KEY: message; exit 2 when there is any.
     """
