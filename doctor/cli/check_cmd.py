@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.manifest_opt import manifest_inputs, manifest_option
-from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
+from doctor.cli.options import (
+    offline_option,
+    option_group,
+    playbooks_option,
+    symptom_option,
+    workload_options,
+)
 from doctor.errors import EXIT_OK, EXIT_UNEXPLAINED, EXIT_UNREACHABLE, InputError
+
+if TYPE_CHECKING:
+    from doctor.sources.offline import Workload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,92 +63,135 @@ Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all 
 """
 
 
-def live_options(f: F) -> F:
-    options = [
-        click.argument("target", required=False, metavar="[ENDPOINT]"),
-        click.option("--endpoint", metavar="URL|HOST:PORT",
-                     help="The server to examine: http://host:port, host:port or a port on this host; a URL's path "
-                          "is a proxy's base path, and a trailing /v1 (an OpenAI base URL) is where the OpenAI "
-                          "routes start — /metrics and the engine's own routes are probed beside it. ENDPOINT "
-                          "(positional) is the same."),
-        click.option("--api-key-env", metavar="NAME",
-                     help="Name of the environment variable that holds the server's API key (never the key "
-                          "itself: a value on the command line is visible to every user of the host)."),
-        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=2.0,
-                     show_default=True, help="Seconds per request; the whole run is bounded by it too."),
-        click.option("--sample", "sample_s", type=click.FloatRange(min=0, max=600), default=0.0, metavar="SECONDS",
-                     help="Scrape /metrics twice, SECONDS apart, for rates (preemptions/s, tokens/s, KV fill "
-                          "rate and time-to-full)."),
-        click.option("--pid", type=click.IntRange(min=1), help="The server process, when it is not the one "
-                                                               "listening on the endpoint's port on this host."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+@dataclass(frozen=True)
+class LiveFlags:
+    """ENDPOINT, --endpoint, --api-key-env, --timeout, --sample, --pid: the server to probe and how."""
+
+    target: str | None
+    endpoint_option: str | None
+    api_key_env: str | None
+    timeout_s: float
+    sample_s: float
+    pid: int | None
+
+    @property
+    def endpoint(self) -> str | None:
+        """`check localhost:30000` means `check --endpoint localhost:30000`; both at once is ambiguous."""
+        if self.target and self.endpoint_option:
+            raise InputError(f"give the endpoint once: {self.target!r} and --endpoint {self.endpoint_option!r} "
+                             "were both given")
+        return self.endpoint_option or self.target
 
 
-def active_options(f: F) -> F:
-    options = [
-        click.option("--active", is_flag=True,
-                     help="Also send a few small fixed requests (a tool call, a short question, repeated greedy "
-                          "requests, a tiny completion) and diagnose from what the server answers; see "
-                          "docs/active.md. Each request is bounded by --timeout (30 s when --timeout is not given)."),
-        click.option("--model", metavar="NAME", help="Served model the active probes ask (default: the first of "
-                                                     "/v1/models)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+def _live(target: str | None, endpoint: str | None, **flags: Any) -> LiveFlags:
+    return LiveFlags(target, endpoint, **flags)
 
 
-def _endpoint(positional: str | None, option: str | None) -> str | None:
-    """`check localhost:30000` means `check --endpoint localhost:30000`; both at once is ambiguous."""
-    if positional and option:
-        raise InputError(f"give the endpoint once: {positional!r} and --endpoint {option!r} were both given")
-    return option or positional
+live_options = option_group("live", _live, [
+    click.argument("target", required=False, metavar="[ENDPOINT]"),
+    click.option("--endpoint", metavar="URL|HOST:PORT",
+                 help="The server to examine: http://host:port, host:port or a port on this host; a URL's path "
+                      "is a proxy's base path, and a trailing /v1 (an OpenAI base URL) is where the OpenAI "
+                      "routes start — /metrics and the engine's own routes are probed beside it. ENDPOINT "
+                      "(positional) is the same."),
+    click.option("--api-key-env", metavar="NAME",
+                 help="Name of the environment variable that holds the server's API key (never the key "
+                      "itself: a value on the command line is visible to every user of the host)."),
+    click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=2.0,
+                 show_default=True, help="Seconds per request; the whole run is bounded by it too."),
+    click.option("--sample", "sample_s", type=click.FloatRange(min=0, max=600), default=0.0, metavar="SECONDS",
+                 help="Scrape /metrics twice, SECONDS apart, for rates (preemptions/s, tokens/s, KV fill "
+                      "rate and time-to-full)."),
+    click.option("--pid", type=click.IntRange(min=1), help="The server process, when it is not the one "
+                                                           "listening on the endpoint's port on this host."),
+])
 
 
-def _active_timeout(active: bool, model: str | None, endpoint: str | None, timeout_s: float) -> float | None:
-    """Per-request deadline of the active probes: --timeout when given, else their own default."""
-    if model and not active:
-        raise InputError("--model names the model the active probes ask: it needs --active")
-    if not active:
-        return None
-    if not endpoint:
-        raise InputError("--active sends requests to a live server: it needs --endpoint (a --snapshot replays the "
-                         "active probes it recorded)")
-    from click.core import ParameterSource
+@dataclass(frozen=True)
+class ActiveFlags:
+    """--active and --model: whether to send the active probes, and which served model they ask."""
 
-    from doctor.probes.active import DEFAULT_TIMEOUT_S
+    active: bool
+    model: str | None
 
-    explicit = click.get_current_context().get_parameter_source("timeout_s") is not ParameterSource.DEFAULT
-    return timeout_s if explicit else DEFAULT_TIMEOUT_S
+    def timeout_s(self, endpoint: str | None, timeout_s: float) -> float | None:
+        """Per-request deadline of the active probes: --timeout when given, else their own default."""
+        if self.model and not self.active:
+            raise InputError("--model names the model the active probes ask: it needs --active")
+        if not self.active:
+            return None
+        if not endpoint:
+            raise InputError("--active sends requests to a live server: it needs --endpoint (a --snapshot replays "
+                             "the active probes it recorded)")
+        from click.core import ParameterSource
+
+        from doctor.probes.active import DEFAULT_TIMEOUT_S
+
+        explicit = click.get_current_context().get_parameter_source("timeout_s") is not ParameterSource.DEFAULT
+        return timeout_s if explicit else DEFAULT_TIMEOUT_S
 
 
-def offline_options(f: F) -> F:
-    options = [
-        click.option("--command", "command_text", metavar="CMD",
-                     help="The launch command (when the server cannot report it, or to check it offline)."),
-        click.option("--command-file", type=click.Path(dir_okay=False, allow_dash=True),
-                     help="Read the launch command from a file ('-' for stdin)."),
-        click.option("--config", metavar="PATH|REPO", help="The model's config.json, directory, HF-cache repo id "
-                                                           "or example:NAME."),
-        click.option("--gpu", metavar="NAME[:COUNT]", help="The GPUs, when NVML cannot be read here (e.g. H200:8)."),
-        click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog and "
-                                                       "NVML (a 48 GB RTX 4090), and sizes an unknown GPU."),
-        click.option("--engine-version", metavar="V", help="Engine version, when neither the server nor an image "
-                                                           "tag says."),
-        click.option("--metrics", "metrics_file", type=click.Path(dir_okay=False),
-                     help="A saved /metrics scrape (offline)."),
-        click.option("--server-info", "server_info_file", type=click.Path(dir_okay=False),
-                     help="A saved /server_info JSON body (offline)."),
-        click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
-                     help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
-        offline_option,
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+active_options = option_group("active", ActiveFlags, [
+    click.option("--active", is_flag=True,
+                 help="Also send a few small fixed requests (a tool call, a short question, repeated greedy "
+                      "requests, a tiny completion) and diagnose from what the server answers; see "
+                      "docs/active.md. Each request is bounded by --timeout (30 s when --timeout is not given)."),
+    click.option("--model", metavar="NAME", help="Served model the active probes ask (default: the first of "
+                                                 "/v1/models)."),
+])
+
+
+@dataclass(frozen=True)
+class OfflineFlags:
+    """--command, --command-file, --config, --gpu, --gpu-mem, --engine-version, --metrics, --server-info,
+    --nvidia-smi, --offline: what the user hands over without a server (:meth:`inputs` makes the pipeline's
+    ``OfflineInputs`` of them)."""
+
+    command_text: str | None
+    command_file: str | None
+    config: str | None
+    gpu: str | None
+    gpu_mem: str | None
+    engine_version: str | None
+    metrics_file: str | None
+    server_info_file: str | None
+    nvidia_smi_file: str | None
+    offline: bool
+
+    def inputs(self, workload: Any) -> Any:
+        from doctor.sources.offline import OfflineInputs, read_command_file
+
+        command_text = self.command_text
+        if command_text and self.command_file:
+            raise InputError("give the launch command with --command or --command-file, not both")
+        if self.command_file:
+            command_text = read_command_file(self.command_file, "--command-file")
+        return OfflineInputs(command=command_text, engine_version=self.engine_version, config=self.config,
+                             gpu=self.gpu, gpu_mem=self.gpu_mem, nvidia_smi=self.nvidia_smi_file,
+                             metrics=self.metrics_file, server_info=self.server_info_file, workload=workload,
+                             offline=self.offline)
+
+
+offline_options = option_group("given", OfflineFlags, [
+    click.option("--command", "command_text", metavar="CMD",
+                 help="The launch command (when the server cannot report it, or to check it offline)."),
+    click.option("--command-file", type=click.Path(dir_okay=False, allow_dash=True),
+                 help="Read the launch command from a file ('-' for stdin)."),
+    click.option("--config", metavar="PATH|REPO", help="The model's config.json, directory, HF-cache repo id "
+                                                       "or example:NAME."),
+    click.option("--gpu", metavar="NAME[:COUNT]", help="The GPUs, when NVML cannot be read here (e.g. H200:8)."),
+    click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog and "
+                                                   "NVML (a 48 GB RTX 4090), and sizes an unknown GPU."),
+    click.option("--engine-version", metavar="V", help="Engine version, when neither the server nor an image "
+                                                       "tag says."),
+    click.option("--metrics", "metrics_file", type=click.Path(dir_okay=False),
+                 help="A saved /metrics scrape (offline)."),
+    click.option("--server-info", "server_info_file", type=click.Path(dir_okay=False),
+                 help="A saved /server_info JSON body (offline)."),
+    click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
+                 help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
+    offline_option,
+])
 
 
 def log_option(f: F) -> F:
@@ -152,20 +205,6 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
     if log_file == "-" and command_file == "-":
         raise InputError("--log - and --command-file - both read standard input: give one of them a file")
     return log_file
-
-
-def _offline(command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
-             engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, workload: Any, offline: bool = False, gpu_mem: str | None = None) -> Any:
-    from doctor.sources.offline import OfflineInputs, read_command_file
-
-    if command_text and command_file:
-        raise InputError("give the launch command with --command or --command-file, not both")
-    if command_file:
-        command_text = read_command_file(command_file, "--command-file")
-    return OfflineInputs(command=command_text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
-                         nvidia_smi=nvidia_smi_file, metrics=metrics_file, server_info=server_info_file,
-                         workload=workload, offline=offline)
 
 
 @click.command("check", epilog=CHECK_EPILOG)
@@ -188,14 +227,10 @@ def _offline(command_text: str | None, command_file: str | None, config: str | N
 @format_option("text", "json", "markdown")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
-def check(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
-          active: bool, model: str | None, snapshot_file: str | None, targets_file: str | None,
-          command_text: str | None, command_file: str | None, config: str | None,
-          gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-          server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
-          manifest: str | None, target_version: str | None,
-          context: int | None, users: int | None, text_only: bool, reproducible: bool, temperature: float | None,
-          symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
+def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targets_file: str | None,
+          given: OfflineFlags, log_file: str | None, manifest: str | None, target_version: str | None,
+          workload: Workload, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str,
+          verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
 
     Live: probes the server's /server_info, /version, /v1/models and /metrics, the process listening on its
@@ -205,35 +240,35 @@ def check(target: str | None, endpoint: str | None, api_key_env: str | None, tim
     --symptom's), and each finding shows its evidence chain and fix.
     """
     from doctor.commands.check import CheckOptions, run_check
-    from doctor.sources.offline import Workload
 
-    endpoint = _endpoint(target, endpoint)
+    endpoint = live.endpoint
     if targets_file:
         if endpoint or snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
-        if active:
+        if active.active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
         if log_file:
             raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
         if manifest:
             raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
-        return _fleet(targets_file, timeout_s, symptoms, playbook_dirs, fmt, fail_on)
+        return _fleet(targets_file, live.timeout_s, symptoms, playbook_dirs, fmt, fail_on)
     if manifest:
-        if manifest == "-" and "-" in (log_file, command_file):
+        if manifest == "-" and "-" in (log_file, given.command_file):
             raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
-        command_text, gpu = manifest_inputs(manifest, bool(command_text or command_file), gpu)
-    inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
-                      nvidia_smi_file, Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
-    inputs.log = _log_input(log_file, command_file)
+        command_text, gpu = manifest_inputs(manifest, bool(given.command_text or given.command_file), given.gpu)
+        given = replace(given, command_text=command_text, gpu=gpu)
+    inputs = given.inputs(workload)
+    inputs.log = _log_input(log_file, given.command_file)
     if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
                                               inputs.server_info, inputs.nvidia_smi, inputs.log))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
                          "and --config (see llmdoctor check --help)")
-    active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
-    run = run_check(CheckOptions(endpoint=endpoint, api_key_env=api_key_env, timeout_s=timeout_s,
-                                 sample_s=sample_s, pid=pid, snapshot=snapshot_file, offline=inputs,
-                                 symptoms=symptoms, playbook_dirs=playbook_dirs, active=active, model=model,
-                                 active_timeout_s=active_timeout_s, target_version=target_version))
+    active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
+    run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
+                                 sample_s=live.sample_s, pid=live.pid, snapshot=snapshot_file, offline=inputs,
+                                 symptoms=symptoms, playbook_dirs=playbook_dirs, active=active.active,
+                                 model=active.model, active_timeout_s=active_timeout_s,
+                                 target_version=target_version))
     _render(run, fmt, verbose)
     if run.unreachable and not snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
@@ -275,12 +310,8 @@ def _render(run: Any, fmt: str, verbose: bool) -> None:
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
-def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float, sample_s: float, pid: int | None,
-             active: bool, model: str | None,
-             command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
-             gpu_mem: str | None, engine_version: str | None, metrics_file: str | None, server_info_file: str | None,
-             nvidia_smi_file: str | None, offline: bool, log_file: str | None, context: int | None,
-             users: int | None, text_only: bool, reproducible: bool, temperature: float | None, output: str) -> int:
+def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, log_file: str | None, workload: Workload,
+             output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
@@ -295,31 +326,30 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     )
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
     from doctor.probes.runner import run_probes
-    from doctor.sources.offline import Workload
     from doctor.sources.snapshot import build_snapshot, write_snapshot
 
-    endpoint = _endpoint(target, endpoint)
+    endpoint = live.endpoint
     if not endpoint:
         raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
-    if metrics_file or server_info_file or nvidia_smi_file:
+    if given.metrics_file or given.server_info_file or given.nvidia_smi_file:
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
-    given = _offline(command_text, command_file, config, gpu, engine_version, None, None, None,
-                     Workload(context, users, reproducible, text_only, temperature), offline, gpu_mem)
-    given.log = _log_input(log_file, command_file)
-    given = with_log_read(given)
-    inputs = snapshot_inputs(given)
-    active_timeout_s = _active_timeout(active, model, endpoint, timeout_s)
+    recorded = given.inputs(workload)
+    recorded.log = _log_input(log_file, given.command_file)
+    recorded = with_log_read(recorded)
+    inputs = snapshot_inputs(recorded)
+    active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     target = Target.parse(endpoint)
-    api_key = api_key_from_env(api_key_env) if api_key_env else None
-    probe_opts = ProbeOptions(timeout_s=timeout_s, api_key=api_key, sample_s=sample_s, pid=pid)
+    api_key = api_key_from_env(live.api_key_env) if live.api_key_env else None
+    probe_opts = ProbeOptions(timeout_s=live.timeout_s, api_key=api_key, sample_s=live.sample_s, pid=live.pid)
     results = run_probes(target, probe_opts)
     error = unreachable_reason(results)
     if error:
         click.echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
         return EXIT_UNREACHABLE
-    if active:
-        results += active_results(target, probe_opts, results, given, model=model, timeout_s=active_timeout_s)
-    inputs.update(served_model_inputs(results, given))
+    if active.active:
+        results += active_results(target, probe_opts, results, recorded, model=active.model,
+                                  timeout_s=active_timeout_s)
+    inputs.update(served_model_inputs(results, recorded))
     write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,9 @@ from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, fo
 from doctor.cli.manifest_opt import manifest_inputs_text, manifest_option
 from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
 from doctor.errors import InputError
+
+if TYPE_CHECKING:
+    from doctor.sources.offline import Workload
 
 EPILOG = """\b
 Examples:
@@ -75,11 +79,8 @@ what to pass.
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
 def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, command_file: str | None,
          engine_version: str | None, target_version: str | None, config: str | None,
-         gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, context: int | None,
-         users: int | None,
-         text_only: bool, reproducible: bool,
-         temperature: float | None, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str,
-         fail_on: str, verbose: bool) -> int:
+         gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, workload: Workload,
+         symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
     the engine — for the engine version it runs on and, with --config/--gpu, for this model and GPU.
 
@@ -87,9 +88,6 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
-    from doctor.sources.offline import Workload
-
-    workload = Workload(context, users, reproducible, text_only, temperature)
     if as_files:
         if fix or output or manifest or command_file:
             raise InputError("--files lints the files named: not with --fix, -o, --manifest or --file")

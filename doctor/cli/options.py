@@ -1,13 +1,46 @@
-"""Option groups several commands share (workload description, symptoms, user playbooks)."""
+"""Option groups several commands share (workload description, symptoms, user playbooks).
+
+A group of flags that make one object the pipeline takes is declared with :func:`option_group`: the command
+then receives that object (a ``Workload``, the offline inputs' flags) as one argument, not one per flag.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[F], F]
+
+
+def option_group(name: str, build: Callable[..., Any], options: list[Callable[[Any], Any]]) -> Decorator:
+    """Add ``options`` to a click command, in this order, and hand the command ``name=build(**their values)``
+    in place of one argument per flag. Flag names, defaults, help and order are the options' own, so --help
+    reads as if they were declared one by one."""
+    def probe() -> None:
+        """Where the options are hung first, to learn their parameter names."""
+
+    hung: Any = probe
+    for option in options:
+        hung = option(hung)
+    names = [param.name for param in hung.__click_params__]
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            kwargs[name] = build(**{key: kwargs.pop(key) for key in names})
+            return f(*args, **kwargs)
+
+        command.__dict__["__click_params__"] = list(getattr(f, "__click_params__", []))
+        decorated: Any = command
+        for option in reversed(options):
+            decorated = option(decorated)
+        return decorated
+
+    return decorate
 
 
 def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -31,22 +64,24 @@ def bounded(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     return callback
 
 
-def workload_options(f: F) -> F:
-    """--context, --users, --text-only, --reproducible, --temperature: what the traffic looks like."""
-    options = [
-        click.option("--context", callback=_tokens, metavar="N",
-                     help="Tokens per request (prompt + output): 32768, 32k, 1M."),
-        click.option("--users", type=int, callback=bounded("users"), metavar="N",
-                     help="Concurrent requests to serve."),
-        click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models)."),
-        click.option("--reproducible", is_flag=True,
-                     help="Outputs must repeat bit for bit (evaluation pipelines, regression tests)."),
-        click.option("--temperature", type=float, callback=bounded("temperature"), metavar="T",
-                     help="Sampling temperature the clients send (for nondeterministic-outputs)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+def _workload(**values: Any) -> Any:
+    from doctor.sources.offline import Workload  # lazy: --help and the fast path never build one
+
+    return Workload(**values)
+
+
+#: --context, --users, --text-only, --reproducible, --temperature: what the traffic looks like (a ``Workload``)
+workload_options = option_group("workload", _workload, [
+    click.option("--context", callback=_tokens, metavar="N",
+                 help="Tokens per request (prompt + output): 32768, 32k, 1M."),
+    click.option("--users", type=int, callback=bounded("users"), metavar="N",
+                 help="Concurrent requests to serve."),
+    click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models)."),
+    click.option("--reproducible", is_flag=True,
+                 help="Outputs must repeat bit for bit (evaluation pipelines, regression tests)."),
+    click.option("--temperature", type=float, callback=bounded("temperature"), metavar="T",
+                 help="Sampling temperature the clients send (for nondeterministic-outputs)."),
+])
 
 
 def symptom_option(f: F) -> F:
