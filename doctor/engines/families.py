@@ -61,8 +61,8 @@ class ParserSpec:
 
     def at(self, version: str | None) -> tuple[str | None, str | None]:
         """The (name, since) to expect on engine ``version`` (None or unparseable: the current name)."""
-        if self.name is None or version is None or version_key(version) is None or self.since is None:
-            return self.name, self.since
+        if not self.earlier or self.name is None or version is None or version_key(version) is None:
+            return self.name, self.since  # one name for every release (older ones: the upgrade target)
         from doctor.playbook.conditions import newest_holding, release_spans
 
         named = [*self.earlier, (self.name, self.since)]  # release rules: each name from its since to the next
