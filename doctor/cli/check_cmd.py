@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -63,16 +62,18 @@ Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all 
 """
 
 
-@dataclass(frozen=True)
 class LiveFlags:
-    """ENDPOINT, --endpoint, --api-key-env, --timeout, --sample, --pid: the server to probe and how."""
+    """ENDPOINT, --endpoint, --api-key-env, --timeout, --sample, --pid: the server to probe and how.
 
-    target: str | None
-    endpoint_option: str | None
-    api_key_env: str | None
-    timeout_s: float
-    sample_s: float
-    pid: int | None
+    (The flag groups are plain classes: a dataclass is built by exec'ing code at import, 3 M instructions each
+    on the path of every command.)"""
+
+    __slots__ = ("target", "endpoint_option", "api_key_env", "timeout_s", "sample_s", "pid")
+
+    def __init__(self, target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float,
+                 sample_s: float, pid: int | None) -> None:
+        self.target, self.endpoint_option, self.api_key_env = target, endpoint, api_key_env
+        self.timeout_s, self.sample_s, self.pid = timeout_s, sample_s, pid
 
     @property
     def endpoint(self) -> str | None:
@@ -83,11 +84,7 @@ class LiveFlags:
         return self.endpoint_option or self.target
 
 
-def _live(target: str | None, endpoint: str | None, **flags: Any) -> LiveFlags:
-    return LiveFlags(target, endpoint, **flags)
-
-
-live_options = option_group("live", _live, [
+live_options = option_group("live", LiveFlags, [
     click.argument("target", required=False, metavar="[ENDPOINT]"),
     click.option("--endpoint", metavar="URL|HOST:PORT",
                  help="The server to examine: http://host:port, host:port or a port on this host; a URL's path "
@@ -107,12 +104,13 @@ live_options = option_group("live", _live, [
 ])
 
 
-@dataclass(frozen=True)
 class ActiveFlags:
     """--active and --model: whether to send the active probes, and which served model they ask."""
 
-    active: bool
-    model: str | None
+    __slots__ = ("active", "model")
+
+    def __init__(self, active: bool, model: str | None) -> None:
+        self.active, self.model = active, model
 
     def timeout_s(self, endpoint: str | None, timeout_s: float) -> float | None:
         """Per-request deadline of the active probes: --timeout when given, else their own default."""
@@ -141,22 +139,20 @@ active_options = option_group("active", ActiveFlags, [
 ])
 
 
-@dataclass(frozen=True)
 class OfflineFlags:
     """--command, --command-file, --config, --gpu, --gpu-mem, --engine-version, --metrics, --server-info,
     --nvidia-smi, --offline: what the user hands over without a server (:meth:`inputs` makes the pipeline's
     ``OfflineInputs`` of them)."""
 
-    command_text: str | None
-    command_file: str | None
-    config: str | None
-    gpu: str | None
-    gpu_mem: str | None
-    engine_version: str | None
-    metrics_file: str | None
-    server_info_file: str | None
-    nvidia_smi_file: str | None
-    offline: bool
+    __slots__ = ("command_text", "command_file", "config", "gpu", "gpu_mem", "engine_version", "metrics_file",
+                 "server_info_file", "nvidia_smi_file", "offline")
+
+    def __init__(self, command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
+                 gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
+                 server_info_file: str | None, nvidia_smi_file: str | None, offline: bool) -> None:
+        self.command_text, self.command_file, self.config, self.gpu = command_text, command_file, config, gpu
+        self.gpu_mem, self.engine_version, self.metrics_file = gpu_mem, engine_version, metrics_file
+        self.server_info_file, self.nvidia_smi_file, self.offline = server_info_file, nvidia_smi_file, offline
 
     def inputs(self, workload: Any) -> Any:
         from doctor.sources.offline import OfflineInputs, read_command_file
@@ -255,8 +251,8 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
     if manifest:
         if manifest == "-" and "-" in (log_file, given.command_file):
             raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
-        command_text, gpu = manifest_inputs(manifest, bool(given.command_text or given.command_file), given.gpu)
-        given = replace(given, command_text=command_text, gpu=gpu)
+        given.command_text, given.gpu = manifest_inputs(manifest, bool(given.command_text or given.command_file),
+                                                        given.gpu)
     inputs = given.inputs(workload)
     inputs.log = _log_input(log_file, given.command_file)
     if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,

@@ -20,24 +20,20 @@ def option_group(name: str, build: Callable[..., Any], options: list[Callable[[A
     """Add ``options`` to a click command, in this order, and hand the command ``name=build(**their values)``
     in place of one argument per flag. Flag names, defaults, help and order are the options' own, so --help
     reads as if they were declared one by one."""
-    def probe() -> None:
-        """Where the options are hung first, to learn their parameter names."""
-
-    hung: Any = probe
-    for option in options:
-        hung = option(hung)
-    names = [param.name for param in hung.__click_params__]
-
     def decorate(f: F) -> F:
+        names: list[str] = []  # the group's parameter names, known once its options are hung on the command
+
         @functools.wraps(f)
         def command(*args: Any, **kwargs: Any) -> Any:
             kwargs[name] = build(**{key: kwargs.pop(key) for key in names})
             return f(*args, **kwargs)
 
-        command.__dict__["__click_params__"] = list(getattr(f, "__click_params__", []))
+        params = command.__dict__["__click_params__"] = list(getattr(f, "__click_params__", []))
+        before = len(params)
         decorated: Any = command
         for option in reversed(options):
             decorated = option(decorated)
+        names.extend(param.name for param in decorated.__click_params__[before:])
         return decorated
 
     return decorate
