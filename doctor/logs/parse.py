@@ -462,9 +462,12 @@ def _problems(scan: _Scan, put: Any) -> None:
 
 def _xid_events(scan: _Scan, put: Any) -> None:
     """The NVIDIA driver's Xid lines, when the log given is (or includes) the kernel log: dmesg, journalctl -k."""
-    from doctor.hardware.xid import XID_LINE, parse_line
+    from doctor.hardware.xid import XID_LINE, fallen_off_bus, parse_line
 
     events = [e for _, m in scan.all(_rule("NVRM: Xid", XID_LINE.pattern)) if (e := parse_line(m.group(0)))]
+    for found, start, end in fallen_off_bus(scan.text, events):
+        scan.kept.update(range(scan.line_of(start), scan.line_of(end) + 1))  # the excerpt replays them
+        events.append(found)
     if events:
         put("log.xid_events", events[-MAX_ITEMS:], "NVRM: Xid lines (the kernel log)")
 
