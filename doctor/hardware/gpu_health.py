@@ -28,6 +28,11 @@ REASONS: dict[int, tuple[str, str, bool]] = {
 FAULTY = {name for name, _, fault in REASONS.values() if fault}
 #: a degree margin: a GPU this close to its slowdown temperature is about to be slowed down
 HOT_MARGIN_C = 5
+#: PCIe replays one GPU may make in a report window before it is named: a healthy link replays now and then
+#: (the recorded H100s of fixtures/gpu-faults show 43-120 since their last reset, over days), a failing one
+#: hundreds an hour. NVLink counts no error on a healthy link: any growth is named.
+PCIE_REPLAYS_MAX = 100
+NVLINK_ERRORS_MAX = 0
 #: the first action for each fault, in the Xid catalog's buckets (doctor/hardware/xid.yaml ``actions``), and
 #: what it means for that fault: every fault a check names says what to do about it
 ACTIONS: dict[str, tuple[str, str]] = {
@@ -40,6 +45,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
                         "settings"),
     "nvlink": ("reset-gpu", "drain the GPU and reset it (nvidia-smi -r -i <index>); if the link stays down, "
                             "service it"),
+    "pcie-replays": ("service", "drain the node, then reseat the GPU or its riser; a link that keeps replaying "
+                                "needs the slot or the GPU serviced"),
+    "nvlink-errors": ("reset-gpu", "drain the GPU and reset it (nvidia-smi -r -i <index>); errors that come back "
+                                   "after the reset need the GPU or the NVLink bridge/baseboard serviced"),
     "hw-slowdown": ("service", "drain the node and have its cooling and power delivery serviced (HW slowdown "
                                "without a thermal or brake bit: heat, or power draw over the board's limit)"),
 }
@@ -80,6 +89,15 @@ def faults(reading: Any) -> dict[str, dict[str, Any] | None]:
                      **_action("nvlink")} if reading.nvlink_down else None
     out["persistence"] = {"gpu": index} if reading.persistence is False else None
     return out
+
+
+def link_errors(index: int, replays: float | None, nvlink: float | None) -> dict[str, dict[str, Any] | None]:
+    """The link faults of one GPU over a window (counts of the window, not since reset: a snapshot cannot tell
+    a growing counter from an old one)."""
+    return {"pcie_replays": {"gpu": index, "replays": int(replays), **_action("pcie-replays")}
+            if replays is not None and replays > PCIE_REPLAYS_MAX else None,
+            "nvlink_errors": {"gpu": index, "errors": int(nvlink), **_action("nvlink-errors")}
+            if nvlink is not None and nvlink > NVLINK_ERRORS_MAX else None}
 
 
 def _clocks_kind(slowing: list[str]) -> str:
