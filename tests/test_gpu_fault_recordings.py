@@ -34,6 +34,8 @@ def _check(*args: str) -> dict:
      "GPU 0: row remapping pending, 4 row(s)", "reset the GPU"),
     ("--nvidia-smi", "dcgm-232-a10g-pcie-x8-of-x16-535.247.01.txt", "gpu-pcie-degraded",
      "GPU 0: PCIe gen 4 x8 where it supports gen 4 x16", "reseat the GPU"),
+    ("--nvidia-smi", "thermald-300-mx330-at-max-operating-temp-465.27.txt", "gpu-too-hot",
+     "GPU 0 at 56 °C against its max operating temperature of 57 °C", "cooling serviced"),
     ("--nvidia-smi", "owod-81-nvidia-smi-gpu-is-lost.txt", "gpu-lost", "GPU 0000:02:00.0", "reboot"),
     ("--nvidia-smi", "nvidia-docker-1553-nvidia-smi-a-unknown-error.txt", "gpu-lost", "Unknown Error", "reboot"),
     ("--log", "gpud-xid119-gsp-timeout.log", "gpu-xid-error", "Xid 119 on GPU 0000:9b:00", "reset it"),
@@ -60,6 +62,7 @@ def test_only_the_slowed_gpu_of_eight_is_named() -> None:
 @pytest.mark.parametrize(("name", "symptom"), [
     ("gpud-h100x8-hw-power-brake-535.161.08.txt", "slow-decode"),
     ("dcgm-232-a10g-pcie-x8-of-x16-535.247.01.txt", "slow-decode"),
+    ("thermald-300-mx330-at-max-operating-temp-465.27.txt", "slow-decode"),
     ("gpud-a10-row-remap-pending-535.129.03.txt", "hung"),
     ("owod-81-nvidia-smi-gpu-is-lost.txt", "hung"),
     ("owod-81-nvidia-smi-gpu-is-lost.txt", "launch-failure"),

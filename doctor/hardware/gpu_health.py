@@ -26,7 +26,8 @@ REASONS: dict[int, tuple[str, str, bool]] = {
     0x100: ("display_clock_setting", "display clock setting", False),
 }
 FAULTY = {name for name, _, fault in REASONS.values() if fault}
-#: a degree margin: a GPU this close to its slowdown temperature is about to be slowed down
+#: a degree margin: a GPU this close to its max operating temperature (where software thermal slowdown holds it)
+#: or its slowdown temperature (hardware slowdown), whichever is lower, is about to be slowed down
 HOT_MARGIN_C = 5
 #: PCIe replays one GPU may make in a report window before it is named: a healthy link replays now and then
 #: (the recorded H100s of fixtures/gpu-faults show 43-120 since their last reset, over days), a failing one
@@ -74,10 +75,13 @@ def faults(reading: Any) -> dict[str, dict[str, Any] | None]:
     out["clocks"] = {"gpu": index, "reasons": ", ".join(describe(r) for r in slowing),
                      "sm_clock_mhz": reading.sm_clock_mhz, "sm_clock_max_mhz": reading.sm_clock_max_mhz,
                      **_action(_clocks_kind(slowing))} if slowing else None
-    hot = (reading.temp_c is not None and reading.temp_slowdown_c is not None
-           and reading.temp_c >= reading.temp_slowdown_c - HOT_MARGIN_C)
-    out["hot"] = {"gpu": index, "temp_c": reading.temp_c, "slowdown_c": reading.temp_slowdown_c,
-                  "shutdown_c": reading.temp_shutdown_c, **_action("thermal")} if hot else None
+    limits = [(name, c) for name, c in (("max operating", getattr(reading, "temp_max_operating_c", None)),
+                                        ("slowdown", reading.temp_slowdown_c)) if c is not None]
+    limit = min(limits, key=lambda item: item[1]) if limits else None
+    hot = reading.temp_c is not None and limit is not None and reading.temp_c >= limit[1] - HOT_MARGIN_C
+    out["hot"] = {"gpu": index, "temp_c": reading.temp_c, "limit": limit[0], "limit_c": limit[1],
+                  "slowdown_c": reading.temp_slowdown_c, "shutdown_c": reading.temp_shutdown_c,
+                  **_action("thermal")} if hot and limit else None
     narrow = reading.pcie_width is not None and reading.pcie_width_max and reading.pcie_width < reading.pcie_width_max
     # the link drops its generation at idle to save power: a lower generation counts only while the GPU works
     slow_gen = (reading.pcie_gen is not None and reading.pcie_gen_max and reading.pcie_gen < reading.pcie_gen_max

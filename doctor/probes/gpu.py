@@ -61,6 +61,7 @@ class GpuReading:
     temp_c: float | None = None
     temp_slowdown_c: float | None = None
     temp_shutdown_c: float | None = None
+    temp_max_operating_c: float | None = None  # where software thermal slowdown holds the GPU (T.Limit)
     clocks_event_reasons: list[str] | None = None  # active reason names (gpu_health.REASONS)
     sm_clock_mhz: float | None = None
     sm_clock_max_mhz: float | None = None
@@ -226,6 +227,7 @@ def _read_health(nvml: Any, handle: Any, reading: GpuReading) -> None:
     reading.temp_c = query("nvmlDeviceGetTemperature", "NVML_TEMPERATURE_GPU")
     reading.temp_slowdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN")
     reading.temp_shutdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN")
+    reading.temp_max_operating_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_GPU_MAX")
     mask = query("nvmlDeviceGetCurrentClocksEventReasons")  # renamed from …ThrottleReasons in R535
     mask = query("nvmlDeviceGetCurrentClocksThrottleReasons") if mask is None else mask
     reading.clocks_event_reasons = reasons_from_mask(int(mask)) if mask is not None else None

@@ -104,6 +104,7 @@ def _xml_health(reading: GpuReading, gpu: Any, find: Any) -> None:
     reading.temp_c = _number(find("temperature/gpu_temp"))
     reading.temp_slowdown_c = _number(find("temperature/gpu_temp_slow_threshold"))
     reading.temp_shutdown_c = _number(find("temperature/gpu_temp_max_threshold"))
+    reading.temp_max_operating_c = _number(find("temperature/gpu_temp_max_gpu_threshold"))
     reading.sm_clock_mhz = _number(find("clocks/sm_clock"))
     reading.sm_clock_max_mhz = _number(find("max_clocks/sm_clock"))
     reading.pcie_gen = _int(find("pci/pci_gpu_link_info/pcie_gen/current_link_gen"))
@@ -233,8 +234,8 @@ def _csv_health(reading: GpuReading, cell: Any) -> None:
     reading.clocks_event_reasons = active if seen else None
     reading.temp_c = _number(cell("temperature.gpu")[0])
     margin = _number(cell("temperature.gpu.tlimit")[0])  # degrees left before the GPU slows down (T.Limit)
-    if reading.temp_c is not None and margin is not None:
-        reading.temp_slowdown_c = reading.temp_c + margin
+    if reading.temp_c is not None and margin is not None:  # T.Limit is the margin to the max operating temperature
+        reading.temp_slowdown_c = reading.temp_max_operating_c = reading.temp_c + margin
     reading.sm_clock_mhz = _number(cell("clocks.current.sm")[0] or cell("clocks.sm")[0])
     reading.sm_clock_max_mhz = _number(cell("clocks.max.sm")[0])
     reading.pcie_gen, reading.pcie_gen_max = _int(cell("pcie.link.gen.current")[0]), _int(cell("pcie.link.gen.max")[0])

@@ -173,10 +173,12 @@ def _temperature(reading: GpuReading, get: Get) -> None:
     reading.temp_c = number(get("temperature/gpu current temp"))
     reading.temp_slowdown_c = number(get("temperature/gpu slowdown temp"))
     reading.temp_shutdown_c = number(get("temperature/gpu shutdown temp"))
+    reading.temp_max_operating_c = number(get("temperature/gpu max operating temp"))
     margin = number(get("temperature/gpu t.limit temp"))
     if reading.temp_c is None or margin is None:
         return
-    for attr, key in (("temp_slowdown_c", "gpu slowdown t.limit temp"), ("temp_shutdown_c", "gpu shutdown t.limit temp")):
+    for attr, key in (("temp_slowdown_c", "gpu slowdown t.limit temp"), ("temp_shutdown_c", "gpu shutdown t.limit temp"),
+                      ("temp_max_operating_c", "gpu max operating t.limit temp")):
         offset = number(get(f"temperature/{key}"))
         if getattr(reading, attr) is None and offset is not None:
             setattr(reading, attr, reading.temp_c + margin - offset)
