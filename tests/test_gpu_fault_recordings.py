@@ -132,3 +132,29 @@ def test_text_that_is_no_nvidia_smi_output_is_one_line_exit_2(tmp_path: Path) ->
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert str(bad) in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("name", ["gpud-h100x8-hw-power-brake-535.161.08.txt",
+                                  "dcgm-232-a10g-pcie-x8-of-x16-535.247.01.txt"])
+def test_a_q_paste_cut_anywhere_reads_or_fails_with_one_line(name: str) -> None:
+    """A paste cut short (a terminal's scrollback, a size limit) is read as far as it goes, or is an InputError
+    naming the source: never another exception."""
+    from doctor.errors import InputError
+
+    text = (FAULTS / name).read_text()
+    for cut in range(0, len(text), max(1, len(text) // 97)):
+        try:
+            readings = read_nvidia_smi(text[:cut], "cut")
+        except InputError as exc:
+            assert "cut: no GPU found" in str(exc)
+            continue
+        gpu_probe_facts(readings, "cut")
+
+
+def test_values_nvidia_smi_never_prints_read_as_unknown() -> None:
+    text = (FAULTS / "dcgm-232-a10g-pcie-x8-of-x16-535.247.01.txt").read_text()
+    text = text.replace("Current                   : 8x", "Current                   : eight").replace(
+        "GPU Current Temp                  : 27 C", "GPU Current Temp                  : 2.7.1 C")
+    [gpu] = read_nvidia_smi(text, "odd")
+    assert gpu.pcie_width is None and gpu.pcie_width_max == 16 and gpu.temp_c is None
+    assert "gpu.pcie_degraded" not in gpu_probe_facts([gpu], "odd")  # unknown, not "fine"
