@@ -60,7 +60,7 @@ class QueryLog:
 
     label: str
     query: str
-    kind: str  # instant | range
+    kind: str  # instant | range | labels
     seconds: float
     series: int
     error: str | None = None
@@ -140,6 +140,13 @@ class PromClient:
         return [Sample(dict(item.get("metric") or {}),
                        points=tuple((float(t), v) for t, raw in item.get("values") or () if math.isfinite(
                            v := _float(raw)))) for item in data]
+
+    def label_values(self, label: str, name: str, params: dict[str, str]) -> list[str]:
+        """The values of label ``name`` on the series ``params["match[]"]`` selects (the label-values API: the
+        store's index only, no samples read)."""
+        data = self._run(label, f"label values {name} of {params.get('match[]', '')}", "labels",
+                         lambda conn: conn.get_label_values(name, params=params))
+        return [str(value) for value in data]
 
     def _server_timeout(self) -> str:
         """Prometheus's own bound on the query (it takes no fractional seconds: 0.5 s is "500ms")."""
