@@ -70,7 +70,7 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
         collected = collect(client, catalog, window, params, recorded)
         elapsed = time.perf_counter() - started  # querying only: the live look and the diagnosis are not
         if not collected.any_data():
-            errors = [e.error for e in client.log if e.error]
+            errors = [e.problem for e in client.log if e.problem]
             why = errors[0] if errors else (f"no vLLM or SGLang series matched"
                                             f"{' ' + selector.text if selector.text else ''}"
                                             f" between {iso(window.start)} and {iso(end)}")
