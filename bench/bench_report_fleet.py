@@ -95,7 +95,7 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
     return f"{min(values):{fmt}} / {statistics.median(values):{fmt}} / {max(values):{fmt}}"
 
 
-def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
+def bench(keep: Path, repeat: int, timeout: float, extra: tuple[str, ...] = ()) -> dict[str, float]:
     from fleet_history import EXPECT
     from support.measure import run_measured
     from support.tsdb import PrivatePrometheus
@@ -109,7 +109,7 @@ def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
             ref = reference(prom.url, end, hours)
             before = _cpu_s(prom.process.pid)
             run = run_measured(["report", "--prometheus", prom.url, "--since", f"{hours:g}h", "--until", str(end),
-                                "--timeout", f"{timeout:g}", "-o", str(out)], timeout=1800)
+                                "--timeout", f"{timeout:g}", "-o", str(out), *extra], timeout=1800)
             assert run.rc in (0, 1), run.describe()
             rows.append({"ref": ref, "wall": run.elapsed_s, "rss": run.max_rss_kb / 1024, "cpu": run.cpu_s,
                          "prom_cpu": _cpu_s(prom.process.pid) - before})
@@ -121,8 +121,10 @@ def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
         named.setdefault(_kind(item["instance"]), Counter()).update(set(item["findings"]))
     col = {k: [r[k] for r in rows] for k in rows[0]}
     ratios = [r["wall"] / r["ref"] for r in rows]
+    recorded = sum(1 for e in doc["queries"]["list"] if e["kind"] == "instant" and "llmdoctor:report:" in e["query"])
     print(f"\n{keep}: {instances} instances × {hours:g} h, {doc['queries']['count']} PromQL queries "
-          f"({doc['queries']['failed']} failed), report.json {size / 1e6:.1f} MB; {len(rows)} runs, min / median / max:")
+          f"({doc['queries']['failed']} failed; {recorded} read recorded series of llmdoctor rules --report), "
+          f"report.json {size / 1e6:.1f} MB; {len(rows)} runs, min / median / max:")
     print(f"  reference (one fleet-wide fact, stdlib HTTP): {spread(col['ref'], '.2f')} s")
     print(f"  report (console script, -o report.json):     {spread(col['wall'])} s wall, "
           f"{spread(col['rss'], '.0f')} MiB peak RSS")
@@ -148,6 +150,9 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=30, help="the report's --timeout (seconds per query)")
+    parser.add_argument("--no-recorded", action="store_true",
+                        help="run the report with --no-recorded (ask every query, even where DIR/data holds the "
+                             "recordings of llmdoctor rules --report)")
     args = parser.parse_args()
     if args.build is not None:
         from fleet_history import build
@@ -158,7 +163,8 @@ def main() -> None:
         if promtool is None:
             sys.exit("promtool not installed (Debian: apt-get install prometheus)")
         build(args.data[0], args.build, args.hours, args.step, promtool)
-    sizes = [bench(keep, args.repeat, args.timeout) for keep in args.data]
+    extra = ("--no-recorded",) if args.no_recorded else ()
+    sizes = [bench(keep, args.repeat, args.timeout, extra) for keep in args.data]
     if len(sizes) > 1:
         base = sizes[0]
         print("\ncost per instance against the first size (1.0 = linear):")
