@@ -108,7 +108,8 @@ def record(keep: Path, every: str = "10m") -> None:
                    check=True, cwd=ROOT)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=keep / "data") as prom:
-        blocks = backfill_rules(rules, prom.url, end - 1800, end + 600, keep / "data", every)
+        # up to the history's end (exclusive): the blocks' end stays the history's, which the runs read back
+        blocks = backfill_rules(rules, prom.url, end - 1800, end, keep / "data", every)
     print(f"{keep}: {len(blocks)} blocks of recorded report facts in {time.perf_counter() - started:.0f} s")
 
 
