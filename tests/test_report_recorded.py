@@ -9,6 +9,7 @@ sources which facts came from a recording, and never use a recording of another 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,9 +20,12 @@ from conftest import run_cli
 from support.prometheus import (
     PROMTOOL,
     PrivatePrometheus,
+    PrivateVictoria,
     backfill,
     backfill_rules,
+    free_port,
     requires_prometheus,
+    requires_victoria,
     scenarios,
 )
 
@@ -128,3 +132,31 @@ def test_no_recorded_asks_everything_itself(reports: dict[str, dict]) -> None:
     assert not any("llmdoctor:report:" in e["query"] for e in refused["queries"]["list"])
     assert [(f["instance"], f["id"]) for f in refused["findings"]] == \
         [(f["instance"], f["id"]) for f in reports["recorded"]["findings"]]
+
+
+VMALERT = shutil.which("vmalert")
+
+
+@requires_victoria
+@pytest.mark.skipif(VMALERT is None, reason="vmalert not installed (Debian: apt-get install victoria-metrics)")
+def test_victoria_metrics_with_vmalert_recordings(tmp_path: Path, reports: dict[str, dict]) -> None:
+    """The same rules file evaluated by VictoriaMetrics' own rule engine (vmalert's replay over the history, its
+    results written back to VictoriaMetrics): the same verdicts as Prometheus asked everything."""
+    end = reports["asked"]["window"]["end_s"]
+    rules = _rules(tmp_path / "report-rules.yml")
+    with PrivateVictoria(tmp_path) as vm:
+        assert vm.load(scenarios().history(int(end)).splitlines()) > 100_000
+        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+        replay = subprocess.run([VMALERT, f"-rule={rules}", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
+                                 f"-replay.timeFrom={stamp(end - 1800)}", f"-replay.timeTo={stamp(end)}",
+                                 "-replay.disableProgressBar", "-replay.rulesDelay=0s", "-loggerLevel=ERROR",
+                                 f"-httpListenAddr=127.0.0.1:{free_port()}"],
+                                capture_output=True, text=True, timeout=300)
+        assert replay.returncode == 0, replay.stderr[-2000:]
+        vm.flush()
+        doc = _report(vm.url, int(end))
+    recorded = {key for item in doc["instances"] for key, fact in item["facts"]["facts"].items()
+                if "recorded:" in fact["source"]}
+    assert "metrics.kv_usage" in recorded and "metrics.kv_fill_rate" not in recorded
+    assert [(f["instance"], f["id"]) for f in doc["findings"]] == \
+        [(f["instance"], f["id"]) for f in reports["asked"]["findings"]]

@@ -210,9 +210,13 @@ class PrivateVictoria(_StoreProcess):
                 lines = []
         if lines:
             sent += self._post(lines)
+        self.flush()
+        return sent
+
+    def flush(self) -> None:
+        """Make what was written so far searchable (imports, and what vmalert wrote back)."""
         with urllib.request.urlopen(f"{self.url}/internal/force_flush", timeout=60):
             pass
-        return sent
 
     def _post(self, lines: list[bytes]) -> int:
         request = urllib.request.Request(f"{self.url}/api/v1/import/prometheus", data=b"".join(lines), method="POST")
