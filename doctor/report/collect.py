@@ -259,8 +259,7 @@ def _recorded_or(client: PromClient, recorded: Recorded | None, key: str, query:
         if series is not None and recorded is not None:
             samples = client.instant(key, series)
             if samples:
-                said[0] = (f" (recorded: {recorded.name(key)}, evaluated every {recorded.every} by llmdoctor rules "
-                           "--report)")
+                said[0] = f" [recorded: {recorded.name(key)}, every {recorded.every}]"
                 return samples
             recorded.used.remove(key)
         return client.instant(key, query)
