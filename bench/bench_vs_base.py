@@ -13,6 +13,8 @@ over one copy of the scenario fleet (fixtures/prometheus/scenarios.py, backfille
 and promtool). Reported per command: min / median / max wall milliseconds of each tree and of the per-run
 ratio this tree ÷ the other (above 1: slower here). On a shared machine wall time is noisy; ``--callgrind`` adds
 each offline command's instruction count under valgrind (one run per tree), which load does not move.
+``--lint-loop N`` also runs each tree's own bench/bench_lint.py N times in turn (1,000 lints in one process, the
+per-lint cost after start-up) and compares its ms per command.
 """
 
 from __future__ import annotations
@@ -67,13 +69,16 @@ def commands(endpoints: dict[str, str], work: Path, report: list[str] | None) ->
 
 
 def tree_env(tree: Path, cache: Path, base: dict[str, str]) -> dict[str, str]:
+    """The environment of a run of ``tree``; runs start in the tree itself (``python -m doctor`` puts the current
+    directory first on sys.path, before PYTHONPATH)."""
     env = {k: v for k, v in base.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     return {**env, "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(cache), "NO_COLOR": "1"}
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=env["PYTHONPATH"],
+                   check=False)
     return time.perf_counter() - start
 
 
@@ -82,7 +87,7 @@ def instructions(argv: list[str], env: dict[str, str]) -> int | None:
     if shutil.which("valgrind") is None:
         return None
     err = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                         capture_output=True, text=True, env=env, cwd=ROOT, check=False).stderr
+                         capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False).stderr
     found = re.search(r"refs:\s+([\d,]+)", err)
     return int(found.group(1).replace(",", "")) if found else None
 
@@ -112,6 +117,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated labels (default: all)")
     parser.add_argument("--callgrind", action="store_true", help="also count instructions of the offline commands")
     parser.add_argument("--no-report", action="store_true", help="leave out `report` (needs prometheus)")
+    parser.add_argument("--lint-loop", type=int, default=0, metavar="N",
+                        help="also run each tree's bench/bench_lint.py N times in turn")
     args = parser.parse_args()
     from bench_check import child_env, engine_process, model_home
 
@@ -138,6 +145,7 @@ def main() -> None:
             for label in argv:
                 for name in trees:
                     times[label][name].append(timed(argv[label], envs[name]))
+        loops = lint_loops(trees, envs, args.lint_loop) if args.lint_loop else {}
         counts = {}
         if args.callgrind:
             counts = {label: {n: instructions(argv[label], envs[n]) for n in trees} for label in argv
@@ -154,6 +162,27 @@ def main() -> None:
             line += f"   instructions {count['here'] / 1e6:.0f} M vs {count['base'] / 1e6:.0f} M " \
                     f"({count['here'] / count['base']:.3f})"
         print(line)
+    for what, per in loops.items():
+        ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]
+        print(f"bench_lint {what:17s} {spread(per['here'], fmt='.2f'):>22s} {spread(per['base'], fmt='.2f'):>22s} "
+              f"{spread(ratios, fmt='.2f'):>20s}  (ms per command, in one process)")
+
+
+def lint_loops(trees: dict[str, Path], envs: dict[str, dict[str, str]], rounds: int
+               ) -> dict[str, dict[str, list[float]]]:
+    """Each tree's bench/bench_lint.py, ``rounds`` times in turn: ms per command, alone and with --config --gpu."""
+    out: dict[str, dict[str, list[float]]] = {"command only": {n: [] for n in trees},
+                                              "with config+gpu": {n: [] for n in trees}}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            text = subprocess.run([sys.executable, str(tree / "bench" / "bench_lint.py")], capture_output=True,
+                                  text=True, env=envs[name], cwd=tree, check=False).stdout
+            alone = re.search(r"command only: .*?, ([\d.]+) ms per command", text)
+            model = re.search(r"with --config and --gpu: ([\d.]+) ms per command", text)
+            if alone and model:
+                out["command only"][name].append(float(alone.group(1)))
+                out["with config+gpu"][name].append(float(model.group(1)))
+    return {k: v for k, v in out.items() if all(v.values())}
 
 
 if __name__ == "__main__":
