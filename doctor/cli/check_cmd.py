@@ -135,7 +135,8 @@ def offline_options(f: F) -> F:
         click.option("--server-info", "server_info_file", type=click.Path(dir_okay=False),
                      help="A saved /server_info JSON body (offline)."),
         click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
-                     help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
+                     help="Saved nvidia-smi output (offline): `-q` text or `-q -x` XML, `--query-gpu` CSV, the "
+                          "default table, `topo -m`."),
         offline_option,
     ]
     for option in reversed(options):
