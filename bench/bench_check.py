@@ -16,6 +16,13 @@ processes with bytecode caches warm (PYTHONDONTWRITEBYTECODE removed, as a pip i
 run by run. Reported: min / median / max of each, of the per-run ratio (target: at most 1.5x the stdlib
 fetch), whether huggingface_hub was imported, and where llmdoctor's own time goes (one in-process run, split by
 phase).
+
+``--model`` picks where the served model is found: ``local`` (vLLM's default: a checkpoint folder), ``cache``
+(SGLang's default: a repo id in the HF cache), ``hub`` (a repo id in no cache, on a loopback stand-in Hub holding
+its real config.json, tests/support/hubserver.py: the warm-up run fetches it, so the timed runs find it as a user's
+second run does; add ``--cold`` to empty the HF cache and llmdoctor's memo before every run, so each one asks the
+Hub), or ``stall`` (the stand-in accepts and never answers: each run answers within its budget). A second
+reference, the stdlib fetch of /metrics alone, is printed beside the one of every URL `check` reads.
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,15 +73,22 @@ LAUNCH = {"vllm": ["serve", "{model}", "--served-model-name", "qwen3-32b", "--te
                      "--enable-dp-attention", "--ep-size", "8", "--enable-metrics", "--host", "127.0.0.1"]}
 #: The served model's real config.json (fixtures/configs) and where the bench puts it.
 MODELS = {"vllm": ("Qwen__Qwen3-32B.json", None), "sglang": ("deepseek-ai__DeepSeek-V3.json", "deepseek-ai/DeepSeek-V3")}
+#: The repo id of each model, when it is served by repo id (vLLM's default is a local folder).
+REPO_IDS = {"vllm": "Qwen/Qwen3-32B", "sglang": "deepseek-ai/DeepSeek-V3"}
 
 
-def model_home(engine: str, tmp: Path) -> tuple[str, dict[str, str]]:
-    """The model argument of the launch, and the environment that makes it resolvable (without the network)."""
-    config, repo = MODELS[engine]
+def model_home(engine: str, tmp: Path, where: str | None = None) -> tuple[str, dict[str, str]]:
+    """The model argument of the launch, and the environment that makes it resolvable (without the network);
+    ``where`` (see --model) defaults to the engine's own: local for vLLM, cache for SGLang."""
+    config, served = MODELS[engine]
+    where = where or ("local" if served is None else "cache")
+    repo = served or REPO_IDS[engine]
     text = (ROOT / "fixtures" / "configs" / config).read_text()
     env = {"HF_HUB_CACHE": str(tmp / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9", "LLMDOCTOR_CACHE_DIR": str(tmp / "ld")}
-    if repo is None:
-        folder = tmp / "models" / "Qwen3-32B"
+    if where in ("hub", "stall"):
+        return repo, env  # HF_ENDPOINT: set by main() to the stand-in
+    if where == "local":
+        folder = tmp / "models" / repo.split("/")[-1]
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(text)
         return str(folder), env
@@ -134,13 +149,17 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
     return {**env, "NO_COLOR": "1", **extra}
 
 
-def interleaved(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, list[float]]:
-    """Seconds of each command per run, the commands taking turns (one warm-up each first)."""
+def interleaved(cmds: dict[str, list[str]], runs: int, env: dict[str, str],
+                before: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Seconds of each command per run, the commands taking turns (one warm-up each first); ``before`` runs before
+    each timed run (untimed)."""
     for cmd in cmds.values():
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
     times: dict[str, list[float]] = {name: [] for name in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
+            if before is not None:
+                before()
             start = time.perf_counter()
             subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=False)
             times[name].append(time.perf_counter() - start)
@@ -184,38 +203,66 @@ def phases(endpoint: str) -> list[tuple[str, float]]:
     return out
 
 
+def stand_in_hub(stack: ExitStack, engine: str, where: str) -> str:
+    """A loopback Hub holding the served repo's real config.json (``stall``: never answering); its endpoint."""
+    from support.hubserver import HubServer, config_repo
+
+    config, _ = MODELS[engine]
+    repos = {REPO_IDS[engine]: config_repo(ROOT / "fixtures" / "configs" / config)}
+    return stack.enter_context(HubServer(repos, stall_s=3600 if where == "stall" else 0)).endpoint
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--engine", choices=sorted(PATHS), default="vllm")
+    parser.add_argument("--model", choices=("local", "cache", "hub", "stall"), default=None,
+                        help="where the served model is found (default: local for vLLM, cache for SGLang)")
+    parser.add_argument("--cold", action="store_true", help="empty the HF cache and the memo before every run")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
-        model, extra = model_home(args.engine, Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        model, extra = model_home(args.engine, Path(tmp), args.model)
+        if args.model in ("hub", "stall"):
+            extra["HF_ENDPOINT"] = stand_in_hub(stack, args.engine, args.model)
         env = child_env(extra)
         os.environ.update(extra)  # the in-process phases resolve the same way
+
+        def forget() -> None:
+            for name in ("hf", "ld"):
+                shutil.rmtree(Path(tmp) / name, ignore_errors=True)
+
         with engine_process(args.engine, model) as endpoint:
             cli = [str(Path(sys.executable).parent / "llmdoctor")]
             if not Path(cli[0]).exists():
                 cli = [sys.executable, "-m", "doctor"]
-            times = interleaved({"stdlib": [sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}",
-                                            *PATHS[args.engine]],
+            fetch = [sys.executable, "-c", STDLIB_FETCH, f"http://{endpoint}"]
+            times = interleaved({"stdlib": [*fetch, *PATHS[args.engine]], "stdlib-metrics": [*fetch, "/metrics"],
                                  "text": [*cli, "check", "--endpoint", endpoint],
-                                 "json": [*cli, "check", "--endpoint", endpoint, "--format", "json"]}, args.runs, env)
+                                 "json": [*cli, "check", "--endpoint", endpoint, "--format", "json"]}, args.runs, env,
+                                before=forget if args.cold else None)
+            if args.cold:
+                forget()
             doc = json.loads(subprocess.run([*cli, "check", "--endpoint", endpoint, "--format", "json"],
                                             capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+            if args.cold:
+                forget()
             imports = subprocess.run([sys.executable, "-X", "importtime", "-m", "doctor", "check", "--endpoint",
                                       endpoint], capture_output=True, text=True, env=env, cwd=ROOT).stderr
             split = phases(endpoint)
     resolved = doc.get("facts", {}).get("model.resolved_from", {})
     print(f"{args.engine} replay server (an engine-shaped process), {args.runs} interleaved runs of fresh processes "
-          f"(bytecode cached); min / median / max")
-    print(f"  model: {model} -> resolved from {resolved.get('value')} ({resolved.get('source')}); "
-          f"huggingface_hub imported: {'yes' if 'huggingface_hub' in imports else 'no'}")
+          f"(bytecode cached{', HF cache and memo emptied before each' if args.cold else ''}); min / median / max")
+    print(f"  model: {model} -> resolved from {resolved.get('value')} ({resolved.get('source')}) "
+          f"{doc.get('errors', {}).get('model', '')}; huggingface_hub imported: "
+          f"{'yes' if 'huggingface_hub' in imports else 'no'}")
     print(f"  stdlib fetch of {', '.join(PATHS[args.engine])}: {spread(times['stdlib'], 1000)} ms")
+    print(f"  stdlib fetch of /metrics alone: {spread(times['stdlib-metrics'], 1000)} ms")
     for name, label in (("text", "check --endpoint"), ("json", "check --endpoint --format json")):
         ratios = [ours / ref for ours, ref in zip(times[name], times["stdlib"], strict=True)]
-        print(f"  llmdoctor {label:32s} {spread(times[name], 1000)} ms, ÷ stdlib {spread(ratios, fmt='.2f')}")
+        alone = [ours / ref for ours, ref in zip(times[name], times["stdlib-metrics"], strict=True)]
+        print(f"  llmdoctor {label:32s} {spread(times[name], 1000)} ms, ÷ stdlib {spread(ratios, fmt='.2f')}, "
+              f"÷ /metrics alone {spread(alone, fmt='.2f')}")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:
         print(f"    {name:24s} {seconds * 1000:7.1f} ms")

@@ -91,7 +91,7 @@ def test_gpu_mem_given_is_not_asked_for_again():
 
 
 def test_every_help_puts_options_before_examples():
-    from doctor.cli.main import cli
+    from doctor.cli.group import cli
 
     for name in cli.list_commands(None):
         text = run_cli(name, "--help").stdout

@@ -61,7 +61,7 @@ def test_manifest_args_are_llmdoctors_own_options() -> None:
     """Each container's args parse with the real CLI (a renamed option would break the deployment)."""
     import click
 
-    from doctor.cli.main import cli
+    from doctor.cli.group import cli
 
     containers = _containers()
     assert {"llmdoctor", "report"} <= set(containers)

@@ -17,13 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-import click
 import pytest
 from conftest import ROOT, run_cli
 from support.httpserver import JSON, PROM, LocalServer, Response
 
 from doctor import __version__
-from doctor.cli.main import COMMANDS, cli
+from doctor.cli.group import command_paths
+from doctor.cli.main import COMMANDS
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 #: Each costs 50-500 ms to import and none is needed on these paths (jsonschema: only `playbook validate` and
@@ -66,6 +66,42 @@ def test_live_check_imports_nothing_heavy() -> None:
     assert not imported & HEAVY
     # The probes' own HTTP client exists so that a plain-http check pays for neither (~30 ms of imports).
     assert not imported & {"email", "ssl"}
+
+
+def _modules(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module (full dotted name) `python -X importtime -m doctor ARGS` imports."""
+    err = subprocess.run([sys.executable, "-X", "importtime", "-m", "doctor", *args], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "NO_COLOR": "1", **(env or {})}, timeout=60).stderr
+    return {m.group(1) for m in re.finditer(r"^import time:.*\|\s*(\S+)\s*$", err, re.M)}
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("-h",), ("check", "--help"), ("lint", "-h"),
+                                  ("playbook", "validate", "--help")], ids=" ".join)
+def test_version_and_help_import_neither_click_nor_knowledge(args: tuple[str, ...]) -> None:
+    """Answered from doctor/cli/main.py and the stored help alone: no click, no YAML, no knowledge, no command."""
+    names = _modules(*args)
+    assert "doctor.cli.main" in names
+    assert not {n for n in names if n.split(".")[0] in {"click", "yaml", "json"}}
+    assert {n for n in names if n.startswith("doctor")} <= {"doctor", "doctor.cli", "doctor.cli.main",
+                                                             "doctor.cli.helptext"}
+
+
+def test_help_on_a_narrow_terminal_is_rendered_by_click() -> None:
+    """The stored help is click's at 78 columns; a narrower terminal gets click's own, narrower rendering."""
+    assert "click" in {n.split(".")[0] for n in _modules("check", "--help", env={"COLUMNS": "60"})}
+    narrow = run_cli("check", "--help", env={"COLUMNS": "60"}).stdout
+    assert narrow.startswith("Usage: llmdoctor check [OPTIONS] [ENDPOINT]")
+    assert narrow != run_cli("check", "--help", env={"COLUMNS": "80"}).stdout
+
+
+def test_stored_help_is_what_click_renders() -> None:
+    """doctor/cli/helptext.py is click's output for every command path (regenerate: python tools/gen_help.py)."""
+    done = subprocess.run([sys.executable, "tools/gen_help.py", "--check"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    from doctor.cli.helptext import HELP
+
+    assert set(HELP) == {" ".join(path) for path in command_paths()}
 
 
 # ------------------------------------------------------------------------------------------ the newcomer's details
@@ -129,19 +165,7 @@ def test_no_ansi_escapes_when_stdout_is_not_a_terminal(args: tuple[str, ...]) ->
     assert not ANSI.search(result.stdout + result.stderr)
 
 
-def _all_commands() -> list[tuple[str, ...]]:
-    """Every command and subcommand path, as a user types it."""
-    paths: list[tuple[str, ...]] = [()]
-    ctx = click.Context(cli, info_name="llmdoctor")
-    for name in cli.list_commands(ctx):
-        command = cli.get_command(ctx, name)
-        paths.append((name,))
-        if isinstance(command, click.Group):
-            paths.extend((name, sub) for sub in command.list_commands(ctx))
-    return paths
-
-
-@pytest.mark.parametrize("path", _all_commands(), ids=lambda p: " ".join(p) or "llmdoctor")
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "llmdoctor")
 def test_every_command_has_a_help_with_a_description_an_example_and_exit_codes(path: tuple[str, ...]) -> None:
     result = run_cli(*path, "--help")
     assert result.returncode == 0, result.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -269,8 +271,22 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
     _render(run, fmt, verbose)
     if run.unreachable and not snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
-        return EXIT_UNREACHABLE
-    return with_unexplained(exit_code(run.diagnosis.findings, fail_on), run.diagnosis, fail_on)
+        rc = EXIT_UNREACHABLE
+    else:
+        rc = with_unexplained(exit_code(run.diagnosis.findings, fail_on), run.diagnosis, fail_on)
+    _let_lookups_land()
+    return rc
+
+
+def _let_lookups_land() -> None:
+    """A model lookup that outlived --timeout (a slow Hub) finishes once the answer is out — standard output is
+    closed first, so a pipe's reader is done — and what it finds is in the caches for the next run."""
+    resolve = sys.modules.get("doctor.model.resolve")  # not imported: no model was looked up
+    if resolve is None or not resolve.lookups_running():
+        return
+    sys.stdout.flush()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    resolve.finish_lookups()
 
 
 def with_unexplained(code: int, diagnosis: Any, fail_on: str) -> int:

@@ -10,6 +10,7 @@ in order, from --command, the server's own report, or the process found listenin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from doctor.sources.offline import Gathered, OfflineInputs
 if TYPE_CHECKING:
     from doctor.playbook.engine import Diagnosis
     from doctor.probes.base import ProbeOptions, ProbeResult, Target
+    from doctor.probes.runner import PendingProbes
 
 SCHEMA = "llmdoctor.check/1"
 #: Probes whose answer proves an LLM server is there; if none answers, the target could not be examined.
@@ -30,6 +32,9 @@ SERVER_PROBES = ("server", "metrics")
 #: one scrape; the process tree it always reads (~1 ms) names a stopped or dead worker without them.
 HUNG = "hung"
 HUNG_SAMPLE_S = 3.0
+#: Seconds a live check waits for the served model's lookup (the Hub's answer), from when the server probe named
+#: it, or --timeout when that is longer; past it the check answers without the model, and says why.
+HUB_BUDGET_S = 2.0
 
 
 @dataclass
@@ -126,23 +131,26 @@ def unreachable_reason(results: list[ProbeResult]) -> str | None:
 
 
 def run_check(opts: CheckOptions) -> CheckRun:
+    started = time.perf_counter()
+    early = _early_probes(opts)  # waiting on the network while the playbooks load
     from doctor.derive import derive_all
     from doctor.derive.analyzers import absent_on_this_device
     from doctor.playbook.engine import diagnose
     from doctor.playbook.loader import load_playbooks
     from doctor.sources.offline import gather
 
-    started = time.perf_counter()
     pbset = load_playbooks(opts.playbook_dirs)  # fail on a bad --playbooks before touching the network
     if opts.playbook_dirs:  # the user's causes' log signatures read the log as the built-ins' do
         from doctor.logs.source import signatures
 
         opts = replace(opts, offline=replace(opts.offline, log_signatures=signatures(pbset)))
     opts = replace(opts, offline=with_log_read(opts.offline))
+    if opts.endpoint:  # the served model's lookup runs beside the probes, bounded (not 5 s per Hub request)
+        opts = replace(opts, offline=replace(opts.offline, hub_budget_s=max(HUB_BUDGET_S, opts.timeout_s)))
     for symptom in opts.symptoms:  # and on a bad --symptom before any active request is sent
         if pbset.find(symptom) is None:
             raise InputError(f"--symptom {symptom}: no such playbook (known: {', '.join(sorted(pbset.playbooks))})")
-    target, results, extra = _probe(opts, tuple(pbset.find(s).symptom for s in opts.symptoms))
+    target, results, extra = _probe(opts, tuple(pbset.find(s).symptom for s in opts.symptoms), early)
     live = Facts()
     for result in results:
         live.update(result.facts)
@@ -164,8 +172,43 @@ def run_check(opts: CheckOptions) -> CheckRun:
     return CheckRun(target, results, gathered, diagnosis, (time.perf_counter() - started) * 1000)
 
 
-def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:
+def _early_probes(opts: CheckOptions) -> PendingProbes | None:
+    """The passive probes, started before anything else when nothing the playbooks hold decides which run: no
+    --playbooks (a bad one fails before the network is touched), no --symptom (the hung tree adds probes), and no
+    --log (read first, as a bad one is an input error and ``--log -`` may take its whole cut-off)."""
+    if not opts.endpoint or opts.snapshot or opts.playbook_dirs or opts.symptoms or opts.offline.log:
+        return None
+    from doctor.probes.runner import PendingProbes
+
+    target, probe_opts = _probe_target(opts)
+    return PendingProbes(target, probe_opts, names=list(opts.probes) if opts.probes else None,
+                         on_result=_served_model_seen(opts.offline))
+
+
+def _served_model_seen(offline: OfflineInputs) -> Callable[[ProbeResult], None]:
+    """Start resolving the model the server names (/v1/models root, /server_info model_path) the moment the server
+    probe has it, so that a Hub lookup runs beside the other probes (gather waits for it, within --timeout)."""
+
+    def seen(result: ProbeResult) -> None:
+        if result.name == "server" and not offline.config and not offline.replay:
+            from doctor.model.resolve import prefetch
+
+            prefetch(result.facts.get("server.model_path"), offline=offline.offline)
+
+    return seen
+
+
+def _probe_target(opts: CheckOptions) -> tuple[Target, ProbeOptions]:
     from doctor.probes.base import ProbeOptions, Target, api_key_from_env
+
+    assert opts.endpoint is not None
+    target = Target.parse(opts.endpoint)
+    api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
+    return target, ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
+
+
+def _probe(opts: CheckOptions, symptoms: tuple[str, ...], early: PendingProbes | None = None,
+           ) -> tuple[Target | None, list[ProbeResult], dict[str, Any]]:
     from doctor.probes.runner import run_probes
 
     if opts.snapshot and opts.endpoint:
@@ -181,16 +224,15 @@ def _probe(opts: CheckOptions, symptoms: tuple[str, ...]) -> tuple[Target | None
         return snapshot_target(snap), replay(passive) + active.replay(recorded), snap.get("extra", {})
     if not opts.endpoint:
         return None, [], {}
-    target = Target.parse(opts.endpoint)
-    api_key = api_key_from_env(opts.api_key_env) if opts.api_key_env else None
-    probe_opts = ProbeOptions(timeout_s=opts.timeout_s, api_key=api_key, sample_s=opts.sample_s, pid=opts.pid)
+    target, probe_opts = _probe_target(opts)
     names = list(opts.probes) if opts.probes else None
     if HUNG in symptoms:
         from doctor.probes.runner import DEFAULT
 
         probe_opts = replace(probe_opts, sample_s=max(opts.sample_s, HUNG_SAMPLE_S))
         names = [*(names or DEFAULT), "liveness"]
-    results = run_probes(target, probe_opts, names=names)
+    results = early.results() if early is not None else run_probes(target, probe_opts, names=names,
+                                                                   on_result=_served_model_seen(opts.offline))
     if opts.active:
         results += active_results(target, probe_opts, results, opts.offline, model=opts.model, symptoms=symptoms,
                                   timeout_s=opts.active_timeout_s)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,8 +68,12 @@ def offline_mode(offline: bool = False) -> bool:
                           for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def resolve_model(spec: str, *, offline: bool = False) -> ResolvedModel:
-    """Find ``spec`` locally, in the HF cache, then on the Hub; raise ModelNotResolved with one line if not."""
+def resolve_model(spec: str, *, offline: bool = False, budget_s: float | None = None) -> ResolvedModel:
+    """Find ``spec`` locally, in the HF cache, then on the Hub; raise ModelNotResolved with one line if not.
+
+    ``budget_s``: a repo id is resolved in its own thread (``prefetch``, if not started already) and waited for
+    this long from its start; past it, ModelNotResolved says so while the lookup carries on (``finish_lookups``
+    lets it land in the caches for the next run). Without it the lookup is this call's, under HUB_TIMEOUT."""
     if spec.startswith(EXAMPLE_PREFIX):
         loaded = load_config(spec)
         return ResolvedModel(loaded, "example", str(loaded.path))
@@ -77,13 +82,83 @@ def resolve_model(spec: str, *, offline: bool = False) -> ResolvedModel:
         loaded = load_config(spec)
         assert loaded.path is not None
         return _with_side_files(ResolvedModel(loaded, "local", str(loaded.path), loaded.path.parent))
-    key = (spec, offline_mode(offline), _endpoint(), str(hf_hub_cache()))
+    key = _key(spec, offline)
     remembered = _RESOLVED.get(key)
     if remembered is not None and time.monotonic() - remembered[0] < REMEMBER_S:
         return remembered[1]
+    if budget_s is not None:
+        return _within(_LOOKUPS.get(key) or _start(key, spec, offline), spec, budget_s)
     found = _resolve_repo(spec, offline)
     _RESOLVED[key] = (time.monotonic(), found)
     return found
+
+
+def _key(spec: str, offline: bool) -> tuple[str, bool, str, str]:
+    return (spec, offline_mode(offline), _endpoint(), str(hf_hub_cache()))
+
+
+# -- a lookup of its own ---------------------------------------------------------------------------------------
+class _Lookup:
+    """One repo id being resolved in a daemon thread: what it found, or what it raised."""
+
+    def __init__(self, spec: str, offline: bool) -> None:
+        self.started = time.monotonic()
+        self.found: ResolvedModel | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(spec, offline), name=f"resolve-{spec}", daemon=True)
+        self.thread.start()
+
+    def _run(self, spec: str, offline: bool) -> None:
+        try:
+            self.found = resolve_model(spec, offline=offline)
+        except BaseException as exc:  # noqa: BLE001 — handed to the thread that waits for it
+            self.error = exc
+
+
+#: Repo ids being (or already) resolved in threads of their own, by resolve_model's key.
+_LOOKUPS: dict[tuple[str, bool, str, str], _Lookup] = {}
+
+
+def _start(key: tuple[str, bool, str, str], spec: str, offline: bool) -> _Lookup:
+    lookup = _LOOKUPS[key] = _Lookup(spec, offline)
+    return lookup
+
+
+def prefetch(spec: str | None, *, offline: bool = False) -> None:
+    """Start resolving ``spec`` now, in its own thread, when it is a repo id (which may need the Hub): `check`
+    calls this as soon as a probe names the served model, so that a Hub lookup runs beside the other probes."""
+    if not spec or spec.startswith(EXAMPLE_PREFIX) or not looks_like_repo_id(spec) or Path(spec).expanduser().exists():
+        return
+    key = _key(spec, offline)
+    if key not in _LOOKUPS and key not in _RESOLVED:
+        _start(key, spec, offline)
+
+
+def _within(lookup: _Lookup, spec: str, budget_s: float) -> ResolvedModel:
+    lookup.thread.join(max(0.0, lookup.started + budget_s - time.monotonic()))
+    if lookup.thread.is_alive():
+        late = f"the Hub ({_host(_endpoint())}) did not answer within {budget_s:g} s (what it answers is kept for " \
+               "the next run)"
+        cached = _from_cache(spec)  # the lookup was for the exact weights only: the config is here
+        if cached is None:
+            raise ModelNotResolved(f"{spec}: not in the Hugging Face cache, and {late}")
+        return replace(cached, weights_note=f"safetensors headers from the Hub: {late}")
+    if lookup.error is not None:
+        raise lookup.error
+    assert lookup.found is not None
+    return lookup.found
+
+
+def finish_lookups(limit_s: float = HUB_TIMEOUT) -> None:
+    """Let the lookups still running finish (at most ``limit_s`` in all), so that what they find lands in the Hugging
+    Face cache and the memo (doctor/model/hubmemo.py) for the next run; called once a run's answer is out."""
+    deadline = time.monotonic() + limit_s
+    for lookup in list(_LOOKUPS.values()):
+        lookup.thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def lookups_running() -> bool:
+    return any(lookup.thread.is_alive() for lookup in _LOOKUPS.values())
 
 
 #: A repo id resolved in this process -> (when, what). One run resolves the same model in several gathers (the
@@ -344,14 +419,15 @@ class SizedModel:
 
 
 def model_card(spec: str, *, raw: dict[str, Any] | None = None, offline: bool = False,
-               served_name: str | None = None, launch_quantization: str | None = None) -> SizedModel:
+               served_name: str | None = None, launch_quantization: str | None = None,
+               budget_s: float | None = None) -> SizedModel:
     """Resolve ``spec`` (or take ``raw`` content named ``spec``), analyse it and settle its weights
     (doctor/model/weights.py ``sized_card``) for the served model ``served_name`` when one is named."""
     if raw is not None:
         resolved = ResolvedModel(LoadedConfig(None, spec, raw), "given", spec,
                                  weights_note="config content without its checkpoint folder")
     else:
-        resolved = resolve_model(spec, offline=offline)
+        resolved = resolve_model(spec, offline=offline, budget_s=budget_s)
     # Only now the analysis (~40 ms of imports): a live check often finds no config at all.
     from doctor.model.architecture import analyze
     from doctor.model.weights import sized_card

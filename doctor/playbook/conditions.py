@@ -42,9 +42,12 @@ class Outcome:
 
 def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
     if "all" in cond:
-        parts = [evaluate(c, facts) for c in cond["all"]]
-        if any(p.value is False for p in parts):
-            return Outcome(False)
+        parts = []
+        for part in cond["all"]:  # one false part decides: the rest would change nothing (no evidence is kept)
+            outcome = evaluate(part, facts)
+            if outcome.value is False:
+                return Outcome(False)
+            parts.append(outcome)
         if any(p.value is None for p in parts):
             return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
         return Outcome(True, support=_flatten(p.support for p in parts))

@@ -8,7 +8,6 @@ learnt — observed, configured, derived or guessed — which is what a finding'
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -49,6 +48,8 @@ class Registry:
         """None for a registered fact; else the error text, with a did-you-mean where a name is close."""
         if self.spec(key) is not None:
             return None
+        import difflib  # only for a misspelt key
+
         near = difflib.get_close_matches(key, list(self.specs), n=3, cutoff=0.75)
         hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else \
             " (see docs/facts.md; a new fact needs an entry in playbooks/facts/<namespace>.yaml)"

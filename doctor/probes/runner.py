@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from doctor.errors import InputError
 from doctor.probes.base import ProbeModule, ProbeOptions, ProbeResult, Target, interpret_raw, run_probe
@@ -35,23 +35,40 @@ def probe_module(name: str) -> ProbeModule:
     return importlib.import_module(PROBES[name])  # type: ignore[return-value]
 
 
-def run_probes(target: Target, opts: ProbeOptions, names: Iterable[str] | None = None) -> list[ProbeResult]:
+def run_probes(target: Target, opts: ProbeOptions, names: Iterable[str] | None = None,
+               on_result: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]:
     """Every named probe (all by default), concurrently; one result per probe, in the order asked."""
-    modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else DEFAULT)]
-    results: dict[str, ProbeResult] = {}
+    return PendingProbes(target, opts, names, on_result).results()
 
-    def work(module: ProbeModule) -> None:
-        results[module.NAME] = run_probe(module, target, opts)
 
-    budget = opts.budget_s()
-    threads = [threading.Thread(target=work, args=(m,), name=f"probe-{m.NAME}", daemon=True) for m in modules]
-    deadline = time.monotonic() + budget
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    finished = dict(results)  # one read: a probe finishing now is still reported as timed out
-    return [finished.get(m.NAME) or _timed_out(m, budget) for m in modules]
+class PendingProbes:
+    """Probes started and running in their threads: the caller does other work (imports, loading the playbooks)
+    while they wait on the network, then takes :meth:`results`, bounded by the run's budget from the start.
+    ``on_result`` is called in each probe's thread with its result as soon as it has one (`check` starts the served
+    model's lookup from the server probe's answer while the others still run)."""
+
+    def __init__(self, target: Target, opts: ProbeOptions, names: Iterable[str] | None = None,
+                 on_result: Callable[[ProbeResult], None] | None = None) -> None:
+        self._on_result = on_result
+        self.modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else DEFAULT)]
+        self._results: dict[str, ProbeResult] = {}
+        self._budget = opts.budget_s()
+        self._threads = [threading.Thread(target=self._work, args=(m, target, opts), name=f"probe-{m.NAME}",
+                                          daemon=True) for m in self.modules]
+        self._deadline = time.monotonic() + self._budget
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self, module: ProbeModule, target: Target, opts: ProbeOptions) -> None:
+        result = self._results[module.NAME] = run_probe(module, target, opts)
+        if self._on_result is not None:
+            self._on_result(result)
+
+    def results(self) -> list[ProbeResult]:
+        for thread in self._threads:
+            thread.join(max(0.0, self._deadline - time.monotonic()))
+        finished = dict(self._results)  # one read: a probe finishing now is still reported as timed out
+        return [finished.get(m.NAME) or _timed_out(m, self._budget) for m in self.modules]
 
 
 def _timed_out(module: ProbeModule, budget: float) -> ProbeResult:

@@ -70,6 +70,8 @@ class OfflineInputs:
     replay: bool = False
     #: cause id → log signatures of the playbooks loaded (the user's --playbooks too); None: the built-in causes'
     log_signatures: dict[str, list[dict[str, Any]]] | None = None
+    #: seconds a repo id's lookup may take (its own thread; doctor/model/resolve.py); None: no bound of its own
+    hub_budget_s: float | None = None
 
 
 @dataclass
@@ -97,7 +99,7 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
                     raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
                     launch_quantization: str | None = None, engine_version: str | None = None,
-                    generation: dict[str, Any] | None = None) -> tuple[Any, Facts]:
+                    generation: dict[str, Any] | None = None, budget_s: float | None = None) -> tuple[Any, Facts]:
     """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
     ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
     The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
@@ -107,7 +109,8 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
     """
     from doctor.model.resolve import model_card
 
-    sized = model_card(spec, raw=raw, offline=offline, served_name=served, launch_quantization=launch_quantization)
+    sized = model_card(spec, raw=raw, offline=offline, served_name=served, launch_quantization=launch_quantization,
+                       budget_s=budget_s)
     card = sized.card
     from doctor.model.facts import model_facts
     from doctor.model.kvcache import normalize_kv_dtype
@@ -400,7 +403,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 served=facts.get("launch.model") or facts.get("server.model_path"),
                 launch_quantization=facts.get("launch.quantization"),
                 engine_version=orderable_version(facts.get("launch.version")),
-                generation=inputs.generation_config_json)
+                generation=inputs.generation_config_json, budget_s=inputs.hub_budget_s)
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             facts.update(float32_facts(gathered.card, facts))

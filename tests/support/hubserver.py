@@ -26,6 +26,7 @@ import json
 import re
 import struct
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,6 +105,8 @@ class HubServer:
     token: str = "hf_standin_token"  # the one token that opens gated repos
     requests: list[HubRequest] = field(default_factory=list)
     port: int = 0
+    #: seconds each request waits before its answer (a slow or stalled Hub: longer than any client timeout)
+    stall_s: float = 0.0
 
     def __enter__(self) -> HubServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
@@ -158,6 +161,8 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             path = unquote(urlsplit(self.path).path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             hub.requests.append(HubRequest(self.command, path, headers))
+            if hub.stall_s:
+                time.sleep(hub.stall_s)
             api, resolve = _API.match(path), _RESOLVE.match(path)
             match = api or resolve
             if match is None:

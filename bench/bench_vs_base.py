@@ -1,0 +1,190 @@
+"""Is any command slower than in another checkout (the session's base)? Every command a user runs, on both trees,
+as fresh processes taking turns run by run.
+
+    python bench/bench_vs_base.py /work/wt/base [--runs 7] [--only check-endpoint-vllm,lint] [--callgrind]
+                                               [--no-report]
+
+Both trees run under this interpreter, each with its own PYTHONPATH and bytecode cache (PYTHONPYCACHEPREFIX
+under a temporary folder, warmed by one run each, so neither tree is written to), on the same inputs: this
+tree's real fixtures (fixtures/metrics, fixtures/configs, fixtures/live), the engine-shaped replay server of
+bench/bench_check.py (a real /metrics scrape; the served model resolved from a local checkpoint or the HF cache;
+the Hub a refused local port, remembered as down after the first run), and for ``report`` a private Prometheus
+over one copy of the scenario fleet (fixtures/prometheus/scenarios.py, backfilled; skipped without prometheus
+and promtool). Reported per command: min / median / max wall milliseconds of each tree and of the per-run
+ratio this tree ÷ the other (above 1: slower here). On a shared machine wall time is noisy; ``--callgrind`` adds
+each offline command's instruction count under valgrind (one run per tree), which load does not move.
+``--lint-loop N`` also runs each tree's own bench/bench_lint.py N times in turn (1,000 lints in one process, the
+per-lint cost after start-up) and compares its ms per command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+
+FIXTURES = ROOT / "fixtures"
+LINT = "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --enable-prefix-caching --max-model-len 32768"
+LOG = FIXTURES / "live" / "vllm-0.32.0-cpu" / "devmode" / "server.log"
+#: Commands that touch no server: their instruction counts are deterministic (``--callgrind``).
+OFFLINE = ("version", "help", "check-help", "lint", "lint-config-gpu", "plan", "inspect", "check-command", "check-log",
+           "check-metrics")
+
+
+def commands(endpoints: dict[str, str], work: Path, report: list[str] | None) -> dict[str, list[str]]:
+    """label -> argv after ``python -m doctor``."""
+    out = {
+        "version": ["--version"],
+        "help": ["--help"],
+        "check-help": ["check", "--help"],
+        "lint": ["lint", LINT, "--fail-on", "never"],
+        "lint-config-gpu": ["lint", LINT, "--config", "example:seed-gqa-27b", "--gpu", "H200:8", "--fail-on", "never"],
+        "plan": ["plan", "example:seed-gqa-27b", "--gpu", "H100:1", "--fail-on", "never"],
+        "inspect": ["inspect", "example:seed-gqa-27b"],
+        "check-command": ["check", "--command", LINT, "--config", "example:seed-gqa-27b", "--gpu", "H200:8",
+                          "--fail-on", "never"],
+        "check-log": ["check", "--log", str(LOG), "--fail-on", "never"],
+        "check-metrics": ["check", "--metrics", str(FIXTURES / "metrics" / "vllm_1.prom"), "--fail-on", "never"],
+    }
+    for engine, endpoint in endpoints.items():
+        out[f"check-endpoint-{engine}"] = ["check", "--endpoint", endpoint, "--fail-on", "never"]
+        out[f"check-endpoint-{engine}-json"] = ["check", "--endpoint", endpoint, "--format", "json",
+                                                 "--fail-on", "never"]
+    if "vllm" in endpoints:
+        out["snapshot"] = ["snapshot", "--endpoint", endpoints["vllm"], "-o", str(work / "snapshot.json")]
+    if report is not None:
+        out["report"] = ["report", *report, "--fail-on", "never", "-o", str(work / "report.html")]
+    return out
+
+
+def tree_env(tree: Path, cache: Path, base: dict[str, str]) -> dict[str, str]:
+    """The environment of a run of ``tree``; runs start in the tree itself (``python -m doctor`` puts the current
+    directory first on sys.path, before PYTHONPATH)."""
+    env = {k: v for k, v in base.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    return {**env, "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(cache), "NO_COLOR": "1"}
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=env["PYTHONPATH"],
+                   check=False)
+    return time.perf_counter() - start
+
+
+def instructions(argv: list[str], env: dict[str, str]) -> int | None:
+    """Instructions executed by one run under valgrind's callgrind (None without valgrind)."""
+    if shutil.which("valgrind") is None:
+        return None
+    err = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                         capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False).stderr
+    found = re.search(r"refs:\s+([\d,]+)", err)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
+    return f"{min(values) * scale:{fmt}} / {statistics.median(values) * scale:{fmt}} / {max(values) * scale:{fmt}}"
+
+
+def report_args(stack: ExitStack, work: Path) -> list[str] | None:
+    """Arguments of `report` over a private Prometheus holding one copy of the scenario fleet (or None)."""
+    if not (shutil.which("prometheus") and shutil.which("promtool")):
+        return None
+    from bench_report import prepare
+    from support.tsdb import PrivatePrometheus
+
+    keep = Path(tempfile.gettempdir()) / "llmdoctor-bench-vs-base-report"
+    end = prepare(keep, copies=1, hours=1, step=60)
+    (work / "prom").mkdir()
+    prom = stack.enter_context(PrivatePrometheus(work / "prom", data=keep / "data"))
+    return ["--prometheus", prom.url, "--since", "1h", "--step", "60s", "--until", str(end)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base", type=Path, help="the other checkout (e.g. /work/wt/base)")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--only", default="", help="comma-separated labels (default: all)")
+    parser.add_argument("--callgrind", action="store_true", help="also count instructions of the offline commands")
+    parser.add_argument("--no-report", action="store_true", help="leave out `report` (needs prometheus)")
+    parser.add_argument("--lint-loop", type=int, default=0, metavar="N",
+                        help="also run each tree's bench/bench_lint.py N times in turn")
+    args = parser.parse_args()
+    from bench_check import child_env, engine_process, model_home
+
+    trees = {"here": ROOT, "base": args.base.resolve()}
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        endpoints, extra = {}, {}
+        for engine in ("vllm", "sglang"):
+            (work / engine).mkdir()
+            model, env_extra = model_home(engine, work / engine)
+            extra.update(env_extra if engine == "sglang" else {})  # one HF cache: the SGLang model's
+            endpoints[engine] = stack.enter_context(engine_process(engine, model))
+        report = None if args.no_report else report_args(stack, work)
+        table = commands(endpoints, work, report)
+        if args.only:
+            table = {k: v for k, v in table.items() if k in args.only.split(",")}
+        envs = {name: tree_env(tree, work / f"pyc-{name}", child_env(extra)) for name, tree in trees.items()}
+        argv = {label: [sys.executable, "-m", "doctor", *rest] for label, rest in table.items()}
+        for label in argv:  # warm-up: bytecode caches, the Hub-down memo, Prometheus' pages
+            for name in trees:
+                timed(argv[label], envs[name])
+        times: dict[str, dict[str, list[float]]] = {label: {n: [] for n in trees} for label in argv}
+        for _ in range(args.runs):
+            for label in argv:
+                for name in trees:
+                    times[label][name].append(timed(argv[label], envs[name]))
+        loops = lint_loops(trees, envs, args.lint_loop) if args.lint_loop else {}
+        counts = {}
+        if args.callgrind:
+            counts = {label: {n: instructions(argv[label], envs[n]) for n in trees} for label in argv
+                      if label in OFFLINE}
+    print(f"this tree {ROOT} vs {trees['base']}: {args.runs} interleaved runs of fresh processes, "
+          f"python {sys.version.split()[0]}; min / median / max")
+    print(f"{'command':28s} {'here ms':>22s} {'base ms':>22s} {'here ÷ base':>20s}")
+    for label, per in times.items():
+        ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]
+        line = f"{label:28s} {spread(per['here'], 1000):>22s} {spread(per['base'], 1000):>22s} " \
+               f"{spread(ratios, fmt='.2f'):>20s}"
+        count = counts.get(label)
+        if count and count["here"] and count["base"]:
+            line += f"   instructions {count['here'] / 1e6:.0f} M vs {count['base'] / 1e6:.0f} M " \
+                    f"({count['here'] / count['base']:.3f})"
+        print(line)
+    for what, per in loops.items():
+        ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]
+        print(f"bench_lint {what:17s} {spread(per['here'], fmt='.2f'):>22s} {spread(per['base'], fmt='.2f'):>22s} "
+              f"{spread(ratios, fmt='.2f'):>20s}  (ms per command, in one process)")
+
+
+def lint_loops(trees: dict[str, Path], envs: dict[str, dict[str, str]], rounds: int
+               ) -> dict[str, dict[str, list[float]]]:
+    """Each tree's bench/bench_lint.py, ``rounds`` times in turn: ms per command, alone and with --config --gpu."""
+    out: dict[str, dict[str, list[float]]] = {"command only": {n: [] for n in trees},
+                                              "with config+gpu": {n: [] for n in trees}}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            text = subprocess.run([sys.executable, str(tree / "bench" / "bench_lint.py")], capture_output=True,
+                                  text=True, env=envs[name], cwd=tree, check=False).stdout
+            alone = re.search(r"command only: .*?, ([\d.]+) ms per command", text)
+            model = re.search(r"with --config and --gpu: ([\d.]+) ms per command", text)
+            if alone and model:
+                out["command only"][name].append(float(alone.group(1)))
+                out["with config+gpu"][name].append(float(model.group(1)))
+    return {k: v for k, v in out.items() if all(v.values())}
+
+
+if __name__ == "__main__":
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    main()
