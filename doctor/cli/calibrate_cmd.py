@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from doctor.cli.check_cmd import _log_input, _offline, log_option, offline_options
+from doctor.cli.check_cmd import OfflineFlags, _log_input, log_option, offline_options
 from doctor.cli.common import emit, emit_document, format_option
 from doctor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 
@@ -70,19 +70,15 @@ Exit codes: 0 removed; 2 without --yes (nothing is removed).
 @offline_options
 @log_option
 @format_option("text", "json")
-def add(snapshots: tuple[str, ...], command_text: str | None, command_file: str | None, config: str | None,
-        gpu: str | None, gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-        server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
-        fmt: str) -> int:
+def add(snapshots: tuple[str, ...], given: OfflineFlags, log_file: str | None, fmt: str) -> int:
     """Add the measured/computed pair of each SNAPSHOT (or of a --log with the offline inputs)."""
     from doctor.commands.check import CheckOptions, run_check
     from doctor.model.calibration import add as add_runs
     from doctor.model.calibration import calibration_path, run_from_facts
     from doctor.sources.offline import Workload
 
-    inputs = _offline(command_text, command_file, config, gpu, engine_version, metrics_file, server_info_file,
-                      nvidia_smi_file, Workload(None, None, False, False, None), offline, gpu_mem)
-    inputs.log = _log_input(log_file, command_file)
+    inputs = given.inputs(Workload(None, None, False, False, None))
+    inputs.log = _log_input(log_file, given.command_file)
     offline_given = any((inputs.command, inputs.config, inputs.gpu, inputs.metrics, inputs.server_info,
                          inputs.nvidia_smi, inputs.log))
     if snapshots and offline_given:
