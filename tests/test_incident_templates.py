@@ -48,6 +48,9 @@ GENERIC = {
                        "transformers' processors whose side the inputs do not say (transformers' version decides)",
     "vllm-c8fe5c0cab": "a fallback notice (FlashInfer absent: PyTorch's own top-p/top-k sampling is used); the server "
                        "starts and samples correctly",
+    "sglang-1c8de3112f": "SGLang logs it for every model module that fails to import at start-up, healthy CPU builds "
+                         "included; it is a fault only for the architecture served, which the log does not tie to it "
+                         "(log.model_import_errors keeps engine-too-old from blaming the release)",
     "sglang-aa07fa6462": "argparse's 'unrecognized arguments': which flag, and whether the release lacks it, is read "
                          "from the launch command (unknown-flag, argument-error), not from these words",
 }
