@@ -3,6 +3,7 @@ reference run in the same session, at one or more fleet sizes (cost per instance
 
     python bench/bench_report_fleet.py --data /tmp/fleet-1000 [--data /tmp/fleet-10000 ...] [--repeat 5]
     python bench/bench_report_fleet.py --data /tmp/fleet-1000 --build 1000 --hours 24 --step 60
+    python bench/bench_report_fleet.py --data /tmp/fleet-10000 --record     # with llmdoctor rules --report
 
 Each ``--data`` directory holds a fleet's SCENARIO history as Prometheus TSDB blocks (``DIR/data``), written by
 bench/fleet_history.py (``--build N`` writes it first when the directory is empty); its fleet size, window and
@@ -26,6 +27,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,7 +97,23 @@ def spread(values: list[float], fmt: str = ".1f") -> str:
     return f"{min(values):{fmt}} / {statistics.median(values):{fmt}} / {max(values):{fmt}}"
 
 
-def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
+def record(keep: Path, every: str = "10m") -> None:
+    """Add to ``keep/data`` what ``llmdoctor rules --report`` would have recorded over the history's last half
+    hour (``promtool tsdb create-blocks-from rules``): a store that has run the report's recording rules."""
+    from support.tsdb import PrivatePrometheus, backfill_rules
+
+    end, _ = history_of(keep)
+    rules = keep / "llmdoctor-report-rules.yml"
+    subprocess.run([sys.executable, "-m", "doctor", "rules", "--report", "--every", every, "-o", str(rules)],
+                   check=True, cwd=ROOT)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as work, PrivatePrometheus(Path(work), data=keep / "data") as prom:
+        # up to the history's end (exclusive): the blocks' end stays the history's, which the runs read back
+        blocks = backfill_rules(rules, prom.url, end - 1800, end, keep / "data", every)
+    print(f"{keep}: {len(blocks)} blocks of recorded report facts in {time.perf_counter() - started:.0f} s")
+
+
+def bench(keep: Path, repeat: int, timeout: float, extra: tuple[str, ...] = ()) -> dict[str, float]:
     from fleet_history import EXPECT
     from support.measure import run_measured
     from support.tsdb import PrivatePrometheus
@@ -109,7 +127,7 @@ def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
             ref = reference(prom.url, end, hours)
             before = _cpu_s(prom.process.pid)
             run = run_measured(["report", "--prometheus", prom.url, "--since", f"{hours:g}h", "--until", str(end),
-                                "--timeout", f"{timeout:g}", "-o", str(out)], timeout=1800)
+                                "--timeout", f"{timeout:g}", "-o", str(out), *extra], timeout=1800)
             assert run.rc in (0, 1), run.describe()
             rows.append({"ref": ref, "wall": run.elapsed_s, "rss": run.max_rss_kb / 1024, "cpu": run.cpu_s,
                          "prom_cpu": _cpu_s(prom.process.pid) - before})
@@ -121,8 +139,10 @@ def bench(keep: Path, repeat: int, timeout: float) -> dict[str, float]:
         named.setdefault(_kind(item["instance"]), Counter()).update(set(item["findings"]))
     col = {k: [r[k] for r in rows] for k in rows[0]}
     ratios = [r["wall"] / r["ref"] for r in rows]
+    recorded = sum(1 for e in doc["queries"]["list"] if e["kind"] == "instant" and "llmdoctor:report:" in e["query"])
     print(f"\n{keep}: {instances} instances × {hours:g} h, {doc['queries']['count']} PromQL queries "
-          f"({doc['queries']['failed']} failed), report.json {size / 1e6:.1f} MB; {len(rows)} runs, min / median / max:")
+          f"({doc['queries']['failed']} failed; {recorded} read recorded series of llmdoctor rules --report), "
+          f"report.json {size / 1e6:.1f} MB; {len(rows)} runs, min / median / max:")
     print(f"  reference (one fleet-wide fact, stdlib HTTP): {spread(col['ref'], '.2f')} s")
     print(f"  report (console script, -o report.json):     {spread(col['wall'])} s wall, "
           f"{spread(col['rss'], '.0f')} MiB peak RSS")
@@ -148,6 +168,12 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=30, help="the report's --timeout (seconds per query)")
+    parser.add_argument("--record", action="store_true",
+                        help="first add the recordings of llmdoctor rules --report to each --data (promtool "
+                             "tsdb create-blocks-from rules; minutes at 10,000 instances)")
+    parser.add_argument("--no-recorded", action="store_true",
+                        help="run the report with --no-recorded (ask every query, even where DIR/data holds the "
+                             "recordings of llmdoctor rules --report)")
     args = parser.parse_args()
     if args.build is not None:
         from fleet_history import build
@@ -158,7 +184,11 @@ def main() -> None:
         if promtool is None:
             sys.exit("promtool not installed (Debian: apt-get install prometheus)")
         build(args.data[0], args.build, args.hours, args.step, promtool)
-    sizes = [bench(keep, args.repeat, args.timeout) for keep in args.data]
+    if args.record:
+        for keep in args.data:
+            record(keep)
+    extra = ("--no-recorded",) if args.no_recorded else ()
+    sizes = [bench(keep, args.repeat, args.timeout, extra) for keep in args.data]
     if len(sizes) > 1:
         base = sizes[0]
         print("\ncost per instance against the first size (1.0 = linear):")

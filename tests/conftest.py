@@ -11,9 +11,12 @@ must not pass by skipping. The engines' wheels, which some tests read in place (
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,10 @@ import pytest
 #: Tests never reach the real Hugging Face Hub: a model id not found locally stays unknown (as with --offline).
 #: The resolution tests clear this and point HF_ENDPOINT at a local stand-in (tests/support/hubserver.py).
 os.environ["HF_HUB_OFFLINE"] = "1"
+#: Nor the user's own calibration file (doctor/model/calibration.py): every run starts with none; the calibration
+#: tests give each CLI run its own LLMDOCTOR_DATA_DIR.
+os.environ["LLMDOCTOR_DATA_DIR"] = tempfile.mkdtemp(prefix="llmdoctor-test-data-")
+atexit.register(shutil.rmtree, os.environ["LLMDOCTOR_DATA_DIR"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The real fixtures (fixtures/ in the checkout); LLMDOCTOR_FIXTURES_DIR points elsewhere (tests/test_ci_skips.py

@@ -97,3 +97,36 @@ def test_bad_targets_files(tmp_path: Path, text: str, message: str) -> None:
         load_targets(str(path))
     result = run_cli("check", "--targets", str(path))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
+
+
+def test_what_a_fleet_learns_once_per_shape_gives_each_target_its_own_answer(tmp_path: Path) -> None:
+    """check --targets works out a scrape's redaction and a model's family once per shape (doctor/probes/metrics.py
+    _clean, doctor/derive/parsers.py _family_facts): over three different real vLLM scrapes, interleaved, across
+    two worker processes, each target's answer is the one a lone check of it gives with nothing remembered."""
+    from contextlib import ExitStack
+
+    from doctor.commands.fleet import TargetSpec, check_target
+    from doctor.derive.parsers import _family_facts
+    from doctor.probes.metrics import _clean
+
+    scrapes = [ROOT / "fixtures" / "metrics" / name for name in ("vllm_1.prom", "vllm_2.prom", "vllm_3.prom")]
+    with ExitStack() as stack:
+        servers = [stack.enter_context(MultiPortServer(_vllm_routes(path), healthy=4, dead=0)) for path in scrapes]
+        specs = [TargetSpec(endpoint=srv.healthy_endpoints[i], name=f"{n}-{i}")
+                 for i in range(4) for n, srv in enumerate(servers)]
+        fleet = run_fleet(specs, timeout_s=2.0, processes=2)
+        alone = []
+        for spec in specs[:3]:
+            _clean.cache_clear()
+            _family_facts.cache_clear()
+            alone.append(check_target(spec, 2.0, (), (), unchecked=False))
+
+    def answer(result) -> dict:  # noqa: ANN001 - a TargetResult
+        doc = result.run.to_dict()
+        return {k: doc[k] for k in ("engine", "engine_version", "model", "findings", "facts", "errors")}
+
+    assert all(r.reachable for r in fleet.results)
+    answers = [answer(r) for r in alone]
+    assert answers[0]["facts"]["metrics.kv_usage"] != answers[1]["facts"]["metrics.kv_usage"]  # three shapes
+    for index, result in enumerate(fleet.results):
+        assert answer(result) == answers[index % 3], result.spec.name

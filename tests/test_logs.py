@@ -123,7 +123,10 @@ _FACTS = {"vllm-attention-backend.log": {"log.attention_backend": "FLASH_ATTN"},
           "vllm-kv-blocks-override.log": {"log.kv_override": ["num_gpu_blocks_override=512 (measured: 0 blocks)"],
                                           "log.cuda_graph": "estimated", "log.cuda_graph_gib": 0.73},
           "vllm-0.6-memory-profile.log": {"log.weights_gib": 7.51, "log.kv_cache_gib": 3.76,
-                                          "log.gpu_memory_utilization": 0.9, "log.max_concurrency": 1.54}}
+                                          "log.gpu_memory_utilization": 0.9, "log.max_concurrency": 1.54},
+          "vllm-0.19-qwen3-8b-h100-startup.log": {"log.version": "0.19.0", "log.weights_gib": 15.27,
+                                                  "log.kv_cache_gib": 57.5, "log.kv_cache_tokens": 418688,
+                                                  "log.cuda_graph_gib": 0.84, "log.max_concurrency": 51.11}}
 
 
 #: excerpts of vLLM's SpecDecoding log line from public threads: (accepted / drafted, mean acceptance length,

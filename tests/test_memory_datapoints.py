@@ -29,8 +29,15 @@ TOLERANCE = 0.15
 GIB = 2**30
 
 
-def datapoints() -> list[dict[str, Any]]:
-    return yaml.safe_load(TABLE.read_text(encoding="utf-8"))["datapoints"]
+def datapoints(batch: int | None = None) -> list[dict[str, Any]]:
+    """Every data point, each tagged with its blind batch: kv_datapoints.yaml is batch 1, and each
+    kv_datapoints_batch<N>.yaml names its own (``batch.id``); ``batch`` keeps one batch only (its blind figure)."""
+    points = []
+    for path in [TABLE, *sorted(TABLE.parent.glob("kv_datapoints_batch*.yaml"))]:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        number = (doc.get("batch") or {}).get("id", 1)
+        points += [{**point, "batch": number} for point in doc["datapoints"]]
+    return [p for p in points if batch is None or p["batch"] == batch]
 
 
 @dataclass

@@ -74,12 +74,13 @@ def test_names_and_labels_come_from_the_recorded_dcgm_scrape() -> None:
 
     import yaml
 
-    recorded = (ROOT / "fixtures" / "dcgm" / "datadog-dcgm-t4.prom").read_text()
+    recorded = "".join((ROOT / "fixtures" / "dcgm" / name).read_text()
+                       for name in ("datadog-dcgm-t4.prom", "tmax-dcgm-exporter-1.4.6.prom"))
     names = set(re.findall(r"^(DCGM_FI_\w+)\{", recorded, re.M))
     labels = set(re.findall(r'(\w+)="', recorded))
     series = yaml.safe_load((ROOT / "doctor" / "report" / "promql.yaml").read_text())["series"]
     read = {n for key in ("gpu.xid_last", "gpu.clock_reasons", "gpu.sm_clock", "gpu.temp_max",
-                          "gpu.slowdown_temp", "gpu.pcie_replays") for n in re.findall(r"DCGM_FI_\w+", series[key]["dcgm"])}
+                          "gpu.slowdown_temp", "gpu.pcie_replays", "gpu.nvlink_errors") for n in re.findall(r"DCGM_FI_\w+", series[key]["dcgm"])}
     renamed = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}  # the newer spelling, an alternative in the same template
     assert read - renamed <= names, read - names
     history = scenarios().gpu_history(int(time.time()) // 60 * 60, hours=0.05)
@@ -89,3 +90,17 @@ def test_names_and_labels_come_from_the_recorded_dcgm_scrape() -> None:
                        for k in re.findall(r'(\w+)="', line)}
     # the Kubernetes labels are on the file's last sample (fixtures/dcgm/SOURCES.md), left out of the kept lines
     assert scenario_labels - {"instance", "job", "namespace", "pod", "container"} <= labels, scenario_labels - labels
+
+
+def test_the_replaying_pcie_link_is_gpu_4_with_its_action(report: dict) -> None:
+    facts = _instance(report, 4)["facts"]["facts"]
+    [replaying] = facts["gpu.pcie_replays_growing"]["value"]
+    assert replaying["gpu"] == 4 and replaying["replays"] >= 1000 and replaying["action"] == "service"
+    assert "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" in facts["gpu.pcie_replays"]["source"]
+
+
+def test_the_nvlink_errors_are_gpu_6s_with_its_action(report: dict) -> None:
+    facts = _instance(report, 5)["facts"]["facts"]
+    [erring] = facts["gpu.nvlink_errors_growing"]["value"]
+    assert erring["gpu"] == 6 and erring["errors"] >= 150 and erring["action"] == "reset-gpu"
+    assert "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" in facts["gpu.nvlink_errors"]["source"]

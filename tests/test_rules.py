@@ -131,12 +131,26 @@ _SERIES += [
        "79x40" if g == 5 else "0x40") for g in range(8)],
     *[(f'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{instance="n:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",Hostname="n"}}',
        "136x40" if g == 2 else "0x40") for g in range(8)],
+    # p: vLLM whose host's GPU 4 replays its PCIe link 40 times a minute; q: one whose GPU 6 counts NVLink CRC
+    # errors; r: one whose GPUs replay a little (2 a minute: 10 in the rules' 5-minute range, under 100) — no alert
+    # (names of the recorded dcgm-exporter 1.4.6 scrape, fixtures/dcgm)
+    *[(f'{name}{{instance="{host}:8000",job="llm",engine="0"}}', values) for host in ("p", "q", "r")
+      for name, values in (("vllm:num_requests_running", "10x40"), ("vllm:generation_tokens_total", "0+500x40"))],
+    *[(f'up{{instance="{host}:8000",job="llm"}}', "1x40") for host in ("p", "q", "r")],
+    *[(f'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{instance="p:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",Hostname="p"}}',
+       "0+40x40" if g == 4 else "0x40") for g in range(8)],
+    *[(f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{instance="q:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",'
+       f'Hostname="q"}}', "0+5x40" if g == 6 else "0x40") for g in range(8)],
+    *[(f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{{instance="q:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",'
+       f'Hostname="q"}}', "0x40") for g in range(8)],
+    *[(f'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{instance="r:9400",job="gpu",gpu="{g}",UUID="GPU-{g}",Hostname="r"}}',
+       "0+2x40") for g in range(8)],
 ]
 
 _FIRING = {  # alert → the instances it must fire for at minute 26 (and for no other)
     "LLMDoctorEngineNoProgress": ["k:8000"],
     "LLMDoctorGpuFaultReportedHungCritical": ["m:8000"],
-    "LLMDoctorGpuFaultReportedSlowDecodeWarning": ["n:8000"],
+    "LLMDoctorGpuFaultReportedSlowDecodeWarning": ["n:8000", "p:8000", "q:8000"],
     "LLMDoctorKvCacheExhausted": ["b:8000"],
     "LLMDoctorMaxNumSeqsLimit": ["c:30000"],
     "LLMDoctorExpertLoadImbalance": ["d:30000"],

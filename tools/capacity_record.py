@@ -2,6 +2,7 @@
 
     python tools/capacity_record.py          # write both
     python tools/capacity_record.py --check  # exit 1 when either is stale (the test suite runs the same check)
+    python tools/capacity_record.py --batch 2  # one blind batch alone: its per-stratum table, nothing written
 
 The rows are the full predictions of tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py evaluates
 them with llmdoctor's own model), each with its stratum; `plan`, `inspect`, `lint` and `check` read the JSON to
@@ -28,12 +29,12 @@ _TITLES = {"engine": "engine", "gpu_family": "GPU family", "moe": "dense/MoE", "
            "quantization": "quantization"}
 
 
-def rows() -> list[dict[str, object]]:
-    """One row per full prediction: id, batch, stratum and signed error."""
+def rows(batch: int | None = None) -> list[dict[str, object]]:
+    """One row per full prediction: id, batch, stratum and signed error (``batch``: that batch's points only)."""
     import test_memory_datapoints as record
 
     out = []
-    for point in record.datapoints():
+    for point in record.datapoints(batch):
         if "full" not in point["checks"]:
             continue
         card, facts = record._card_and_facts(point)
@@ -100,7 +101,17 @@ def plan_doc(runs: list[dict[str, object]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say whether the generated files are stale")
+    parser.add_argument("--batch", type=int, metavar="N",
+                        help="measure blind batch N alone (tests/data/kv_datapoints_batch<N>.yaml): print its "
+                             "per-stratum table and write nothing; run it before changing the model for the batch")
     args = parser.parse_args()
+    if args.batch is not None:
+        runs = rows(args.batch)
+        if not runs:
+            print(f"no full predictions in batch {args.batch}", file=sys.stderr)
+            return 2
+        print(table(runs))
+        return 0
     runs = rows()
     wanted = {RECORD_PATH: record_json(runs), PLAN_DOC: plan_doc(runs)}
     stale = [path for path, text in wanted.items()

@@ -8,8 +8,8 @@ Run it on a machine with an NVIDIA driver, from the repository root:
 The file holds the probe's raw NVML output (replayable through doctor.probes.gpu.interpret) — with every health
 field the probe reads (temperatures and their slowdown/shutdown thresholds, clocks-event reasons, SM clock and
 its maximum, PCIe generation/width and their maxima, PCIe replays, NVLink link states and error counters,
-persistence mode, and the Xid events NVML delivers during ``--xid-wait`` seconds) — the ``nvidia-smi -q -x``,
-``--query-gpu`` CSV (the same health columns), ``nvlink --status`` and ``topo -m`` texts, the UTC date and the
+persistence mode, and the Xid events NVML delivers during ``--xid-wait`` seconds) — the ``nvidia-smi -q`` text and
+``-q -x`` XML, ``--query-gpu`` CSV (the same health columns), ``nvlink --status`` and ``topo -m`` texts, the UTC date and the
 driver version. No session has run it on a GPU yet (the device machine was not lent to issue 26's session).
 tests/test_gpu_probe.py checks every such file: NVML and nvidia-smi must name the same GPUs and memory.
 Host names, serial numbers and UUIDs are replaced, as in the other real fixtures.
@@ -41,6 +41,7 @@ QUERY = ("index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used,utiliz
          "retired_pages.pending")
 _UUID = re.compile(r"(GPU|MIG)-[0-9a-fA-F-]{36}")
 _SERIAL = re.compile(r"(<serial>)[^<]*(</serial>)")
+_SERIAL_TEXT = re.compile(r"^(\s*Serial Number\s*:\s*)\S+", re.MULTILINE)  # the -q text form
 
 
 def _run(*args: str) -> str:
@@ -52,6 +53,7 @@ def _run(*args: str) -> str:
 
 
 def _mask(text: str) -> str:
+    text = _SERIAL_TEXT.sub(r"\g<1>0000000000000", text)
     return _SERIAL.sub(r"\g<1>0000000000000\g<2>", _UUID.sub(r"\1-00000000-0000-0000-0000-000000000000", text))
 
 
@@ -74,6 +76,7 @@ def main() -> int:
         "captured_at": now.isoformat(timespec="seconds"),
         "driver": nvml.driver,
         "nvml": raw,
+        "nvidia_smi_q": _mask(_run("-q")),
         "nvidia_smi_xml": _mask(_run("-q", "-x")),
         "nvidia_smi_csv": _mask(_run(f"--query-gpu={QUERY}", "--format=csv")),
         "nvidia_smi_topo": _run("topo", "-m"),

@@ -133,7 +133,8 @@ def offline_options(f: F) -> F:
         click.option("--server-info", "server_info_file", type=click.Path(dir_okay=False),
                      help="A saved /server_info JSON body (offline)."),
         click.option("--nvidia-smi", "nvidia_smi_file", type=click.Path(dir_okay=False),
-                     help="Saved `nvidia-smi -q -x` or `--query-gpu` CSV output (offline)."),
+                     help="Saved nvidia-smi output (offline): `-q` text or `-q -x` XML, `--query-gpu` CSV, the "
+                          "default table, `topo -m`."),
         offline_option,
     ]
     for option in reversed(options):
@@ -320,7 +321,38 @@ def snapshot(target: str | None, endpoint: str | None, api_key_env: str | None, 
     if active:
         results += active_results(target, probe_opts, results, given, model=model, timeout_s=active_timeout_s)
     inputs.update(served_model_inputs(results, given))
-    write_snapshot(output, build_snapshot(target, results, {"inputs": inputs}))
+    snap = build_snapshot(target, results, {"inputs": inputs})
+    write_snapshot(output, snap)
+    capacity = _capacity_pair(output)
+    if capacity is not None:  # the pair `calibrate add` keeps, as this run measured and computed it
+        snap["extra"]["capacity"] = capacity
+        write_snapshot(output, snap)
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
-    emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}")
+    emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}" +
+         (f"\n{_capacity_line(capacity, output)}" if capacity else ""))
     return 0
+
+
+def _capacity_pair(snapshot_file: str) -> dict[str, Any] | None:
+    """The measured and computed KV capacity of a snapshot just written (replayed as `check` reads it), and
+    whether it calibrates the memory model (doctor/model/calibration.py); None when nothing was measured."""
+    from doctor.commands.check import CheckOptions, run_check
+    from doctor.model.calibration import measured_fact, run_from_facts
+
+    facts = run_check(CheckOptions(snapshot=snapshot_file)).facts
+    measured = measured_fact(facts)
+    if measured is None:
+        return None
+    verdict = run_from_facts(facts, snapshot_file)
+    return {"measured_tokens": measured.value, "measured_source": measured.source,
+            "expected_tokens": facts.get("capacity.expected_tokens"),
+            "calibrates": True if not isinstance(verdict, str) else verdict}
+
+
+def _capacity_line(capacity: dict[str, Any], output: str) -> str:
+    computed = capacity["expected_tokens"]
+    pair = f"capacity: measured {capacity['measured_tokens']:,} KV tokens" + (
+        f", computed {computed:,}" if isinstance(computed, int) else "")
+    if capacity["calibrates"] is True:
+        return f"{pair}; keep the pair with: llmdoctor calibrate add {output}"
+    return f"{pair}; not a calibration: {capacity['calibrates']}"

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "lint": "doctor.cli.lint_cmd:lint",
     "check": "doctor.cli.check_cmd:check",
     "snapshot": "doctor.cli.check_cmd:snapshot",
+    "calibrate": "doctor.cli.calibrate_cmd:calibrate",
     "playbook": "doctor.cli.playbook_cmd:playbook",
     "report": "doctor.cli.report_cmd:report",
     "rules": "doctor.cli.rules_cmd:rules",

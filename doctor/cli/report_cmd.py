@@ -56,9 +56,12 @@ Prometheus.
                    "report is written compact, as it is produced).")
 @click.option("--progress/--no-progress", default=None,
               help="Show each query on stderr (default: only when stderr is a terminal).")
+@click.option("--recorded/--no-recorded", default=True, show_default=True,
+              help="Read the fleet-wide facts the store records (llmdoctor rules --report) where it holds them "
+                   "for this very window and selector; --no-recorded asks every query itself.")
 def report(prometheus: str, since: str, until: str | None, step: str, trend: str, selector: str,
            targets: str | None, playbook_dirs: tuple[str, ...], output: str | None, fmt: str | None, fail_on: str,
-           timeout_s: float, indent: int | None, progress: bool | None) -> int:
+           timeout_s: float, indent: int | None, progress: bool | None, recorded: bool) -> int:
     """Diagnose every vLLM/SGLang instance Prometheus has seen over the window.
 
     PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
@@ -70,7 +73,8 @@ def report(prometheus: str, since: str, until: str | None, step: str, trend: str
     fmt = _format(fmt, output)
     show = progress if progress is not None else sys.stderr.isatty()
     doc, findings = run(ReportOptions(prometheus=prometheus, since=since, step=step, trend=trend, selector=selector,
-                                      until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s),
+                                      until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s,
+                                      recorded=recorded),
                         progress=_progress if show else None, waiting=None if show else _waiting)
     if show and sys.stderr.isatty():
         click.echo("", err=True)

@@ -31,7 +31,7 @@ MAX_TARGETS = 10_000
 MAX_WORKERS = 64
 #: From this many targets the check runs in one worker process per CPU (below it, starting them costs more).
 PROCESS_FROM = 500
-#: Targets a worker checks before handing their results back (its pool stays full: CHUNK > MAX_WORKERS).
+#: Results a worker process sends back at once (its pool stays full meanwhile).
 CHUNK = 256
 FLEET_PROBES = ("server", "metrics")
 _TARGET_KEYS = {"name", "endpoint", "api_key_env", "gpu", "config", "command", "engine_version", "log", "manifest"}
@@ -175,33 +175,79 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
     if processes == 1:
         return FleetRun(_run_pool(specs, timeout_s, symptoms, playbook_dirs, workers))
     import multiprocessing
+    from multiprocessing.connection import wait
 
-    # Dealt in rounds of CHUNK targets per worker (round-robin within a round, so hung targets spread): a worker
-    # hands each round's results back as it finishes it, never holding thousands at once.
-    rounds = [list(range(start, min(start + CHUNK * processes, len(specs))))
-              for start in range(0, len(specs), CHUNK * processes)]
-    tasks = [[r[i::processes] for i in range(processes)] for r in rounds]
-    flat = [indices for round_ in tasks for indices in round_ if indices]
+    # fork: the workers inherit the loaded playbooks and imports instead of paying for them again. Worker w checks
+    # targets w, w+P, w+2P, ... (so hung ones spread) through one pool that stays full for its whole share, and
+    # hands results back CHUNK at a time as they complete: no barrier per batch, where one hung target would
+    # hold the other 255 of its batch for its whole timeout.
+    context = multiprocessing.get_context("fork")
     results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
-    # fork: the workers inherit the loaded playbooks and imports instead of paying for them again
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        parts = pool.imap(_run_pool_star, [([specs[i] for i in indices], timeout_s, symptoms, playbook_dirs, workers)
-                                           for indices in flat])
-        for indices, part in zip(flat, parts, strict=True):
-            for index, result in zip(indices, part, strict=True):
-                results[index] = result
+    pending: dict[Any, tuple[int, Any]] = {}
+    for worker in range(processes):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_worker, name=f"llmdoctor-fleet-{worker}", daemon=True,
+                                  args=(specs[worker::processes], timeout_s, symptoms, playbook_dirs, workers, send))
+        process.start()
+        send.close()
+        pending[receive] = (worker, process)
+    try:
+        while pending:
+            for conn in wait(list(pending)):
+                worker, process = pending[conn]
+                try:
+                    kind, body = conn.recv()
+                except EOFError:
+                    process.join(5)
+                    raise RuntimeError(f"fleet worker {worker} ended without its results (exit code "
+                                       f"{process.exitcode})") from None
+                if kind == "error":
+                    raise body
+                if kind == "done":
+                    del pending[conn]
+                    conn.close()
+                    process.join()
+                    continue
+                for offset, result in body:
+                    results[worker + offset * processes] = result
+    finally:
+        for conn, (_, process) in pending.items():
+            conn.close()
+            process.terminate()
+            process.join(5)
     return FleetRun(results)
 
 
-def _run_pool_star(args: tuple[list[TargetSpec], float, tuple[str, ...], tuple[str, ...], int]) -> list[TargetResult]:
-    return _run_pool(*args)
+def _worker(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
+            workers: int, conn: Any) -> None:
+    """One worker process: its share of the fleet through one pool, results sent back CHUNK at a time."""
+    try:
+        batch: list[tuple[int, TargetResult]] = []
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+            for offset, result in enumerate(pool.map(lambda s: _checked(s, timeout_s, symptoms, playbook_dirs),
+                                                     specs)):
+                batch.append((offset, result))
+                if len(batch) >= CHUNK:
+                    conn.send(("results", batch))
+                    batch = []
+        if batch:
+            conn.send(("results", batch))
+        conn.send(("done", None))
+    except BaseException as exc:  # noqa: BLE001 - a bug in a worker is the parent's traceback, not a hang
+        conn.send(("error", exc))
+    finally:
+        conn.close()
+
+
+def _checked(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]
+             ) -> TargetResult:
+    return _compact(check_target(spec, timeout_s, symptoms, playbook_dirs, unchecked=False))
 
 
 def _run_pool(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
               workers: int) -> list[TargetResult]:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
-        return list(pool.map(lambda s: _compact(check_target(s, timeout_s, symptoms, playbook_dirs, unchecked=False)),
-                             specs))
+        return list(pool.map(lambda s: _checked(s, timeout_s, symptoms, playbook_dirs), specs))
 
 
 def _compact(result: TargetResult) -> TargetResult:

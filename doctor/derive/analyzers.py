@@ -327,7 +327,7 @@ def derive_ep_load(facts: Facts) -> None:
                    "fit.kv_tokens_per_group",
                    # the band of comparable predictions (doctor/model/band.py band_from_facts)
                    "gpu.sm", "launch.engine", "launch.quantization", "model.attention", "model.moe",
-                   "model.quantization"),
+                   "model.quantization", "model.name", "launch.model", "server.model", "gpu.name"),
           produces=("capacity.measured_tokens", "capacity.measured_source", "capacity.expected_tokens",
                       "capacity.ratio", "capacity.ratio_note"))
 def derive_capacity(facts: Facts) -> None:

@@ -15,7 +15,9 @@ _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_att
           "model.attention_heads", "model.kv_heads", "model.weight_bytes", "model.expert_weight_bytes",
           "model.moe.experts", "model.max_context", "model.state_bytes_per_sequence", "workload.context",
           # the band of comparable predictions (doctor/model/band.py) and the weights margin
-          "gpu.sm", "launch.quantization", "model.moe", "model.quantization")
+          "gpu.sm", "launch.quantization", "model.moe", "model.quantization",
+          # the user's own measured runs of this model, GPU and engine (doctor/model/calibration.py)
+          "model.name", "launch.model", "server.model", "gpu.name")
 
 
 @analyzer(reads=_READS, produces=("fit.*",))
@@ -56,11 +58,13 @@ def derive_fit(facts: Facts) -> None:
 
 
 def _derive_band(facts: Facts) -> None:
-    """fit.kv_tokens_band(_text): how far the record's comparable predictions landed (doctor/model/band.py)."""
+    """fit.kv_tokens_band(_text): how far the comparable predictions landed — the user's own runs of this model,
+    GPU and engine (`llmdoctor calibrate`), else the record's (doctor/model/band.py)."""
     from doctor.model.band import RECORD_PATH, band_from_facts
 
     band = band_from_facts(facts)
-    source = f"derived: {RECORD_PATH.name} (tests/data/kv_datapoints.yaml, docs/plan.md error record)"
+    source = (f"derived: your own runs in {band.own} (llmdoctor calibrate)" if band.own else
+              f"derived: {RECORD_PATH.name} (tests/data/kv_datapoints.yaml, docs/plan.md error record)")
     if band.error is not None:
         facts.set("fit.kv_tokens_band", band.error, source)
     facts.set("fit.kv_tokens_band_text", band.text(), source)

@@ -12,18 +12,19 @@ from doctor.facts import Facts
 
 
 @analyzer(reads=("gpu.clock_reasons", "gpu.sm_clock", "gpu.temp_max", "gpu.slowdown_temp", "gpu.xid_last",
-                 "gpu.row_remap_failure", "gpu.health_issues"),
-          produces=("gpu.clocks_slowed", "gpu.too_hot", "gpu.xid_dcgm", "gpu.health_issues"))
+                 "gpu.row_remap_failure", "gpu.health_issues", "gpu.pcie_replays", "gpu.nvlink_errors"),
+          produces=("gpu.clocks_slowed", "gpu.too_hot", "gpu.xid_dcgm", "gpu.health_issues",
+                    "gpu.pcie_replays_growing", "gpu.nvlink_errors_growing"))
 def derive_dcgm_gpu_faults(facts: Facts) -> None:
     """The GPU fault facts from the DCGM exporter's per-GPU lists (the report: doctor/report/promql.yaml
     gpu.xid_last, gpu.clock_reasons, gpu.temp_max, …), through the live probe's own rules
     (doctor/hardware/gpu_health.py faults, doctor/hardware/xid.py), so the same trees name the same causes:
     position i of each list is GPU i of the engine's host (ordered by DCGM's gpu label)."""
     lists = {k: facts.fact(f"gpu.{k}") for k in ("clock_reasons", "sm_clock", "temp_max", "slowdown_temp",
-                                                  "xid_last", "row_remap_failure")}
+                                                  "xid_last", "row_remap_failure", "pcie_replays", "nvlink_errors")}
     if all(f is None for f in lists.values()):
         return
-    from doctor.hardware.gpu_health import faults, reasons_from_mask
+    from doctor.hardware.gpu_health import faults, link_errors, reasons_from_mask
     from doctor.hardware.xid import event
     from doctor.probes.gpu import GpuReading
 
@@ -43,6 +44,11 @@ def derive_dcgm_gpu_faults(facts: Facts) -> None:
                             ("gpu.too_hot", "hot", lists["temp_max"])):
         if fact is not None and key not in facts:
             facts.set(key, [f[kind] for f in found if f[kind]], f"derived: {fact.source}", observed=True)
+    links = [link_errors(i, at("pcie_replays", i), at("nvlink_errors", i)) for i in range(count)]
+    for key, kind in (("gpu.pcie_replays_growing", "pcie_replays"), ("gpu.nvlink_errors_growing", "nvlink_errors")):
+        fact = lists[kind]
+        if fact is not None:
+            facts.set(key, [f[kind] for f in links if f[kind]], f"derived: {fact.source}", observed=True)
     xids = lists["xid_last"]
     if xids is not None:
         facts.set("gpu.xid_dcgm", [event(int(code), f"GPU {i}", "DCGM_FI_DEV_XID_ERRORS (the last Xid of the window)")

@@ -3,6 +3,7 @@ command names; the tokens a tool parser needs that the served tokenizer lacks.""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,24 +16,40 @@ if TYPE_CHECKING:
 
 
 def family_facts(facts: Facts) -> Facts:
-    """The model family (by name, architectures, model_type) and the parsers it expects on this engine."""
+    """The model family (by name, architectures, model_type) and the parsers it expects on this engine.
+
+    Read from six facts only, and the same for every target of a fleet that serves one model on one release:
+    worked out once per distinct set (``check --targets``), the Facts returned are the one shared answer
+    (its Fact objects are immutable; callers merge it, never change it)."""
+    architectures = facts.get("model.architectures") or facts.get("server.architectures")
+    key = (facts.get("launch.model") or facts.get("server.model_path") or facts.get("model.name"),
+           tuple(architectures) if isinstance(architectures, list) else architectures,
+           facts.get("model.model_type") or facts.get("server.model_type"), facts.get("launch.engine"),
+           facts.get("launch.version"), "model.architectures" in facts)
+    try:
+        hash(key)
+    except TypeError:  # a value no cache can hold (a list where a name belongs): worked out for this one alone
+        return _family_facts.__wrapped__(*key)
+    return _family_facts(*key)
+
+
+@functools.lru_cache(maxsize=256)
+def _family_facts(name: Any, architectures: Any, model_type: Any, engine: Any, version: Any,
+                  has_config: bool) -> Facts:
     from doctor.engines.families import expected_facts, match_family
 
-    name = facts.get("launch.model") or facts.get("server.model_path") or facts.get("model.name")
-    found = match_family(architectures=facts.get("model.architectures") or facts.get("server.architectures"),
-                         model_type=facts.get("model.model_type") or facts.get("server.model_type"),
-                         name=name)
+    found = match_family(architectures=list(architectures) if isinstance(architectures, tuple) else architectures,
+                         model_type=model_type, name=name)
     out = Facts()
     if found is None:
         out.error("expect", f"no model family matches {name or 'this model'} (doctor/engines/families.yaml)")
         return out
-    engine = facts.get("launch.engine")
     if engine is None:
         out.set("model.family", found.id, "doctor/engines/families.yaml")
         out.error("expect", "the engine is not known, so neither are its parser names")
     else:
-        out = expected_facts(found, engine, orderable_version(facts.get("launch.version")))
-    if "model.architectures" not in facts and (found.matched_by or "").startswith("name "):
+        out = expected_facts(found, engine, orderable_version(version))
+    if not has_config and (found.matched_by or "").startswith("name "):
         from doctor.model.names import NAME_ONLY
 
         for key in ("model.family", "model.family_variant", "model.family_alternatives"):

@@ -17,6 +17,11 @@ from typing import Any
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\): "
                       r"(\d+)(?:, pid=([^,\s]+))?(?:, name=[^,]*)?,?\s*(.*)$")
 MESSAGE_KEPT = 160
+#: the driver's other report of a lost GPU, without an Xid line and over several lines (R570: ``NVRM: The NVIDIA
+#: GPU 0000:b3:00.0`` / ``NVRM: (PCI ID: …) installed in this system has`` / ``NVRM: fallen off the bus and is not
+#: responding to commands.``): the same fault as Xid 79
+FALLEN_OFF = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\s*\n?"
+                        r"(?:(?!NVRM: The NVIDIA GPU).){0,400}?fallen off the bus", re.DOTALL)
 
 
 @functools.cache
@@ -45,6 +50,22 @@ def event(code: int, gpu: str, message: str = "", pid: str | None = None) -> dic
     explained = explain(code)
     explained.setdefault("meaning", f"the driver says: {message[:MESSAGE_KEPT]}" if message else "no message")
     return {"code": code, "gpu": gpu, "pid": pid, "message": message[:MESSAGE_KEPT], **explained}
+
+
+def fallen_off_bus(text: str, known: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, int]]:
+    """Xid 79 events (with the span of ``text`` they came from) for the multi-line "fallen off the bus" reports
+    whose GPU no Xid 79 line names."""
+    if "fallen off the bus" not in text:
+        return []
+    named = {e["gpu"][:10] for e in known if e["code"] == 79}
+    out = []
+    for m in FALLEN_OFF.finditer(text):
+        gpu = m.group(1).lower()
+        if gpu[:10] not in named:
+            named.add(gpu[:10])
+            out.append((event(79, gpu, "fallen off the bus and is not responding to commands (no Xid line)"),
+                        m.start(), m.end()))
+    return out
 
 
 def parse_line(line: str) -> dict[str, Any] | None:

@@ -461,10 +461,22 @@ def _problems(scan: _Scan, put: Any) -> None:
 
 
 def _xid_events(scan: _Scan, put: Any) -> None:
-    """The NVIDIA driver's Xid lines, when the log given is (or includes) the kernel log: dmesg, journalctl -k."""
-    from doctor.hardware.xid import XID_LINE, parse_line
+    """The NVIDIA driver's Xid lines, when the log given is (or includes) the kernel log: dmesg, journalctl -k;
+    and its multi-line "fallen off the bus" report that comes without one. One pass finds every ``NVRM:`` line
+    (both forms have it), so a log without them costs a single literal search, as before the second form."""
+    from doctor.hardware.xid import XID_LINE, fallen_off_bus, parse_line
 
-    events = [e for _, m in scan.all(_rule("NVRM: Xid", XID_LINE.pattern)) if (e := parse_line(m.group(0)))]
+    driver = list(scan._candidates("NVRM:"))
+    events = []
+    for index in driver:
+        m = XID_LINE.search(scan.lines[index])
+        if m and (found := parse_line(m.group(0))):
+            scan.kept.add(index)
+            events.append(found)
+    if any("fallen off the bus" in scan.lines[i] for i in driver):
+        for found, start, end in fallen_off_bus(scan.text, events):
+            scan.kept.update(range(scan.line_of(start), scan.line_of(end) + 1))  # the excerpt replays them
+            events.append(found)
     if events:
         put("log.xid_events", events[-MAX_ITEMS:], "NVRM: Xid lines (the kernel log)")
 

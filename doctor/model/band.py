@@ -68,14 +68,22 @@ class Band:
     matched: tuple[str, ...]
     #: the first stratum value the record has too few runs of to narrow by ("none yet on Blackwell"), else ""
     thin: str = ""
+    #: the user's calibration file, when the runs are the user's own (doctor/model/calibration.py), else ""
+    own: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The band in the JSON documents (``error``: the 90th-percentile absolute error, None without data)."""
         return {"error": None if self.error is None else round(self.error, 4), "runs": self.runs,
-                "strata": list(self.matched), "note": self.thin or None, "text": self.text()}
+                "strata": list(self.matched), "note": self.thin or None, "text": self.text(),
+                "source": "calibration" if self.own else "record", **({"file": self.own} if self.own else {})}
 
     def text(self) -> str:
-        """"±9% on 37 comparable runs: vLLM, Hopper, MoE" (and what has no data)."""
+        """"±9% on 37 comparable runs: vLLM, Hopper, MoE" (and what has no data); a band from the user's own
+        runs says so: "±2% on 3 of your own runs: qwen/qwen3-8b, H100, vLLM; measured 1% above the computed; …"."""
+        if self.own:
+            names = ", ".join(_LABELS.get(m, m) for m in self.matched)
+            return (f"±{max(1, math.ceil((self.error or 0) * 100))}% on {self.runs} of your own runs: {names}; "
+                    f"{self.thin}; llmdoctor calibrate show")
         if self.error is None:
             return f"no comparable runs in the memory model's record ({self.thin})"
         names = ", ".join(_LABELS.get(m, m) for m in self.matched)
@@ -123,16 +131,43 @@ def weights_band(quantization: str) -> Band:
     return Band(percentile([abs(r["weights_error"]) for r in runs], 0.9), len(runs), matched, thin)
 
 
+def own_band(models: tuple[str, ...], gpu: str | None, engine: str | None) -> Band | None:
+    """The band from the user's own measured runs of this model on this GPU and engine (`llmdoctor calibrate`),
+    or None when there are none: measured beats computed, and the user's fleet beats the public record."""
+    from doctor.model.calibration import bias_text, calibration_path, matching
+
+    runs = matching(models, gpu, engine)
+    if not runs:
+        return None
+    error = percentile([abs(run.error) for run in runs], 0.9)
+    return Band(error, len(runs), (runs[0].models[0], str(gpu), str(engine)), bias_text(runs),
+                own=str(calibration_path()))
+
+
 def band_from_facts(facts: Any) -> Band:
-    """The band of the capacity the facts predict (launch engine, GPU, model)."""
-    return band_for(stratum_of(facts.get("launch.engine"), facts.get("gpu.sm"), facts.get("model.moe"),
+    """The band of the capacity the facts predict (launch engine, GPU, model): the user's own runs of that model,
+    GPU and engine when the calibration file has any, else the record's comparable runs."""
+    from doctor.model.calibration import model_ids
+
+    engine = facts.get("launch.engine")
+    own = own_band(model_ids(facts.get("model.name"), facts.get("launch.model"), facts.get("server.model")),
+                   facts.get("gpu.name"), engine)
+    if own is not None:
+        return own
+    return band_for(stratum_of(engine, facts.get("gpu.sm"), facts.get("model.moe"),
                                facts.get("model.attention"),
                                facts.get("launch.quantization") or facts.get("model.quantization")))
 
 
-def band_from_card(card: Any, engine: str, sm: int | None, quantization: str | None = None) -> Band:
+def band_from_card(card: Any, engine: str, sm: int | None, quantization: str | None = None,
+                   gpu_name: str | None = None) -> Band:
     """The band of a capacity `plan` or `inspect` computes from a model card (the launch's quantization, if any,
-    overrides the checkpoint's)."""
+    overrides the checkpoint's); the user's own runs of the model on ``gpu_name`` first, as band_from_facts."""
+    from doctor.model.calibration import model_ids
+
+    own = own_band(model_ids(card.name), gpu_name, engine) if gpu_name else None
+    if own is not None:
+        return own
     quant = quantization or (card.quantization.method if card.quantization is not None else None)
     return band_for(stratum_of(engine, sm, card.moe is not None, card.attention, quant))
 
@@ -166,7 +201,12 @@ def capacity_summary(facts: Any) -> str | None:
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         return None
     band = facts.get("fit.kv_tokens_band_text") or band_from_facts(facts).text()
-    return f"≈ {approx_tokens(tokens)} KV tokens per pool, predicted ({band})"
+    line = f"≈ {approx_tokens(tokens)} KV tokens per pool, predicted ({band})"
+    measured = facts.get("capacity.measured_tokens")
+    if isinstance(measured, int) and measured > 0:  # measured beats computed: say it, and how far apart
+        line += (f"; measured {measured:,} ({tokens / measured - 1:+.1%} off; llmdoctor calibrate add keeps "
+                 "the pair)")
+    return line
 
 
 def approx_tokens(tokens: int) -> str:

@@ -223,4 +223,6 @@ def sized_card(card: ModelCard, *, checkpoint: CheckpointWeights | None, hf_quan
     if served is None:
         return replace(card, weight_detail=card.weight_detail + f"; assumed: the served checkpoint {served_name} "
                        "stores its weights as this config's does (nothing says otherwise)")
-    return with_served_format(card, *served)
+    # the served checkpoint's format is the model's quantization from here on (the error record's stratum, the
+    # band, the findings that ask what the weights are), as when the config itself is the checkpoint's
+    return replace(with_served_format(card, *served), quantization=_SERVED[served[0]])

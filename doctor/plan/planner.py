@@ -72,10 +72,11 @@ class EnginePlan:
         return self.decision.capacity
 
     def band(self, plan: Plan) -> Band:
-        """The error band of this engine's predicted KV pool, from the memory model's record (docs/plan.md)."""
+        """The error band of this engine's predicted KV pool: the user's own runs of the model on this GPU
+        (`llmdoctor calibrate`), else the memory model's record (docs/plan.md)."""
         from doctor.model.band import band_from_card
 
-        return band_from_card(plan.card, self.engine, plan.gpu.gpu.sm)
+        return band_from_card(plan.card, self.engine, plan.gpu.gpu.sm, gpu_name=plan.gpu.gpu.name)
 
     def flag_text(self, flag: FlagChoice) -> str:
         from doctor.plan.commands import option_name

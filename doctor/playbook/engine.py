@@ -20,7 +20,7 @@ when the node itself says ``confidence: low`` (an observation that fits, but doe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +125,9 @@ class _Walk:
     record: bool = True
     found: dict[str, Finding] = field(default_factory=dict)
     unchecked: dict[tuple[str, str], Unchecked] = field(default_factory=dict)
+    #: why each missing fact is unknown, and the hint to learn it: the facts do not change during a walk, and
+    #: the same few missing facts stop dozens of branches (a report asks them for every instance of a fleet)
+    _known: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def nodes(self, nodes: list[dict[str, Any]], playbook: Playbook, chain: list[Evidence]) -> None:
         for node in nodes:
@@ -154,7 +157,14 @@ class _Walk:
         for cause_id in _causes_below(node):
             key = (playbook.symptom, cause_id)
             if key not in self.unchecked:
-                self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self.facts, node)
+                self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self._why, node)
+
+    def _why(self, key: str) -> tuple[str | None, str | None]:
+        """(why ``key`` is unknown, how to learn it), worked out once per walk."""
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = (self.facts.unknown_reason(key), _hint(key, self.facts))
+        return known
 
 
 def _guessed(key: str, facts: Facts, registry: Registry) -> bool:
@@ -257,11 +267,13 @@ def _hint(key: str, facts: Facts) -> str | None:
     return HINTS.get(key, HINTS.get(namespace, "provide the missing input"))
 
 
-def _unchecked(symptom: str, cause: str, missing: list[str], facts: Facts, node: dict[str, Any]) -> Unchecked:
+def _unchecked(symptom: str, cause: str, missing: list[str], why: Callable[[str], tuple[str | None, str | None]],
+               node: dict[str, Any]) -> Unchecked:
     missing_keys = tuple(dict.fromkeys(missing))
-    reasons = [r for r in (facts.unknown_reason(k) for k in missing_keys) if r]
+    known = [why(k) for k in missing_keys]
+    reasons = [r for r, _ in known if r]
     reason = reasons[0] if reasons else "not gathered"
-    hints = [h for h in (_hint(k, facts) for k in missing_keys) if h]
+    hints = [h for _, h in known if h]
     hint = node.get("hint") or "; ".join(dict.fromkeys(hints)) or NOT_SAID
     return Unchecked(symptom, cause, missing_keys, reason, hint)
 

@@ -52,13 +52,16 @@ class GpuReading:
     ecc_uncorrected: int | None = None
     remap_pending: bool | None = None
     remap_failure: bool | None = None
+    remap_uncorrectable: int | None = None  # rows remapped after uncorrectable errors (a count, -q text)
     retire_pending: bool | None = None
+    retired_pages: int | None = None  # pages retired after single- and double-bit errors (pre-Ampere)
     power_w: float | None = None
     power_limit_w: float | None = None
     # health (doctor/hardware/gpu_health.py): None = not reported
     temp_c: float | None = None
     temp_slowdown_c: float | None = None
     temp_shutdown_c: float | None = None
+    temp_max_operating_c: float | None = None  # where software thermal slowdown holds the GPU (T.Limit)
     clocks_event_reasons: list[str] | None = None  # active reason names (gpu_health.REASONS)
     sm_clock_mhz: float | None = None
     sm_clock_max_mhz: float | None = None
@@ -70,6 +73,8 @@ class GpuReading:
     nvlink_down: list[int] | None = None  # links inactive while others of this GPU are active
     nvlink_errors: int | None = None  # replay + recovery + CRC errors over all links
     persistence: bool | None = None
+    recovery_action: str | None = None  # the driver's "GPU Recovery Action" (R550+): None, Reset, Reboot, ...
+    lost: str | None = None  # why nvidia-smi could not open the GPU ("GPU is lost", "Unknown Error"): no reading
     xid_events: list[dict[str, Any]] = field(default_factory=list)  # seen during the probe's event wait
     links: dict[int, str] = field(default_factory=dict)
     processes: list[GpuProcess] = field(default_factory=list)
@@ -222,6 +227,7 @@ def _read_health(nvml: Any, handle: Any, reading: GpuReading) -> None:
     reading.temp_c = query("nvmlDeviceGetTemperature", "NVML_TEMPERATURE_GPU")
     reading.temp_slowdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN")
     reading.temp_shutdown_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN")
+    reading.temp_max_operating_c = query("nvmlDeviceGetTemperatureThreshold", "NVML_TEMPERATURE_THRESHOLD_GPU_MAX")
     mask = query("nvmlDeviceGetCurrentClocksEventReasons")  # renamed from …ThrottleReasons in R535
     mask = query("nvmlDeviceGetCurrentClocksThrottleReasons") if mask is None else mask
     reading.clocks_event_reasons = reasons_from_mask(int(mask)) if mask is not None else None
@@ -339,26 +345,23 @@ def read_nvidia_smi(text: str, source: str) -> list[GpuReading]:
 
 # ------------------------------------------------------------------------------------------ facts
 def gpu_probe_facts(readings: list[GpuReading], source: str) -> Facts:
-    """``gpu.*`` facts from readings: observations as ``observed``, catalog properties from the name."""
-    from doctor.hardware.catalog import lookup_gpu
-    from doctor.hardware.spec import catalog_facts
+    """``gpu.*`` facts from readings: observations as ``observed``, catalog properties from the name. GPUs
+    nvidia-smi could not open are gpu.lost, not counted in gpu.count (a server cannot use them)."""
     from doctor.redact import redact_text
 
     facts = Facts()
+    _set_lost(facts, readings, source)
+    readings = [r for r in readings if r.lost is None]
     if not readings:
-        facts.error("gpu", f"{source}: no GPU found")
+        if "gpu.lost" in facts:
+            facts.set("gpu.count", 0, f"{source}: no GPU answers", observed=True)
+        else:
+            facts.error("gpu", f"{source}: no GPU found")
         return facts
     first = readings[0]
-    model = lookup_gpu(first.name)
-    if model is not None:
-        facts.update(catalog_facts(model))
-        facts.set("gpu.name", model.name, f"{source} name {first.name!r} = gpu catalog {model.name}", observed=True)
-    else:
-        facts.set("gpu.name", first.name, f"{source} name", observed=True)
-        facts.set("gpu.known", False, f"{source} name {first.name!r} is not in the GPU catalog")
-        facts.set("gpu.vendor", "nvidia", f"{source} (an NVIDIA tool)")
-        facts.error("gpu", f"{first.name!r} is not in the GPU catalog: FP8/NVFP4 support and class unknown")
-    names = sorted({r.name for r in readings})
+    if first.name:  # a -q -d subset or excerpt names no product: the catalog cannot be asked
+        _set_name(facts, first, source)
+    names = sorted({r.name for r in readings if r.name})
     if len(names) > 1:
         facts.set("gpu.models", names, f"{source} names", observed=True)
     facts.set("gpu.count", len(readings), f"{source} GPU count", observed=True)
@@ -376,6 +379,36 @@ def gpu_probe_facts(readings: list[GpuReading], source: str) -> Facts:
     if problems:
         facts.set("gpu.read_problems", problems, f"{source} parse", observed=True)
     return facts
+
+
+def _set_name(facts: Facts, first: GpuReading, source: str) -> None:
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.spec import catalog_facts
+
+    model = lookup_gpu(first.name)
+    if model is not None:
+        facts.update(catalog_facts(model))
+        facts.set("gpu.name", model.name, f"{source} name {first.name!r} = gpu catalog {model.name}", observed=True)
+        return
+    facts.set("gpu.name", first.name, f"{source} name", observed=True)
+    facts.set("gpu.known", False, f"{source} name {first.name!r} is not in the GPU catalog")
+    facts.set("gpu.vendor", "nvidia", f"{source} (an NVIDIA tool)")
+    facts.error("gpu", f"{first.name!r} is not in the GPU catalog: FP8/NVFP4 support and class unknown")
+
+
+def _set_lost(facts: Facts, readings: list[GpuReading], source: str) -> None:
+    """gpu.lost: the GPUs nvidia-smi could not open. "GPU is lost" is NVML's NVML_ERROR_GPU_IS_LOST (the GPU
+    stopped answering on the bus: Xid 79); "Unknown Error" on a GPU the node has is the same state as far as a
+    server is concerned. Either way the GPU is gone until the node reboots (NVIDIA's action for Xid 79)."""
+    from doctor.hardware.xid import explain
+
+    lost = [r for r in readings if r.lost is not None]
+    if not lost:
+        return
+    action = explain(79)
+    facts.set("gpu.lost", [{"gpu": r.bus_id, "reason": r.lost, "action": action["action"],
+                            "action_text": action["action_text"]} for r in lost],
+              f"{source}: Unable to determine the device handle", observed=True)
 
 
 def nvml_facts(out: ProbeOutput) -> Facts:
@@ -451,14 +484,20 @@ def _fault_facts(facts: Facts, readings: list[GpuReading], source: str) -> None:
 
 
 def _health(r: GpuReading) -> list[str]:
-    """XID-style trouble that is cheap to see: uncorrectable ECC errors, row remapping, page retirement."""
+    """XID-style trouble that is cheap to see: uncorrectable ECC errors, row remapping, page retirement, and the
+    recovery the driver itself asks for. Each says its first action (the Xid catalog's buckets: Xid 48, 63/64)."""
     issues = []
     if r.ecc_uncorrected:
-        issues.append(f"GPU {r.index}: {r.ecc_uncorrected} uncorrectable ECC errors since the driver loaded")
+        issues.append(f"GPU {r.index}: {r.ecc_uncorrected} uncorrectable ECC errors since the driver loaded "
+                      "(drain and reset the GPU)")
     if r.remap_failure:
         issues.append(f"GPU {r.index}: row remapping failed (the GPU needs service)")
     if r.remap_pending:
-        issues.append(f"GPU {r.index}: row remapping pending (reset the GPU to apply it)")
+        rows = f", {r.remap_uncorrectable} row(s) after uncorrectable errors" if r.remap_uncorrectable else ""
+        issues.append(f"GPU {r.index}: row remapping pending{rows} (reset the GPU to apply it)")
     if r.retire_pending:
-        issues.append(f"GPU {r.index}: page retirement pending (reset the GPU to apply it)")
+        count = f", {r.retired_pages} page(s) retired so far" if r.retired_pages else ""
+        issues.append(f"GPU {r.index}: page retirement pending{count} (reset the GPU to apply it)")
+    if r.recovery_action and r.recovery_action.strip().lower() not in ("none", "no"):
+        issues.append(f"GPU {r.index}: the driver asks for recovery: {r.recovery_action} (drain the GPU first)")
     return issues

@@ -161,7 +161,15 @@ def _redacted(text: str) -> str:
     """redact_text for an exposition, fast: a 64-rank scrape repeats the same few label pairs thousands of
     times, so the redactor first reads each distinct piece once and the whole text only if one changed."""
     pieces = "\n".join(sorted(set(_PIECES.findall(text))))
-    return text if redact_text(pieces) == pieces else redact_text(text)
+    return text if _clean(pieces) else redact_text(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _clean(pieces: str) -> bool:
+    """Whether redaction leaves these label pairs and comments as they are. The distinct pieces are a scrape's
+    shape (its label names and values, not its numbers), which the targets of a fleet serving one model
+    share: ``check --targets`` reads each shape once."""
+    return redact_text(pieces) == pieces
 
 
 # -- interpretation (pure) ----------------------------------------------------------------------------

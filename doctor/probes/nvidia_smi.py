@@ -1,9 +1,11 @@
 """Parsers for what nvidia-smi prints, so a user can hand ``check`` a paste instead of a live GPU.
 
-Understood: ``nvidia-smi -q -x`` (XML, schemas v12/v13), ``--query-gpu=… --format=csv`` (with or without
+Understood: ``nvidia-smi -q -x`` (XML, schemas v12/v13), ``nvidia-smi -q`` text (whole, ``-d`` subsets or
+``grep -A`` excerpts: doctor/probes/nvidia_smi_text.py), ``--query-gpu=… --format=csv`` (with or without
 units, ``[N/A]`` cells), ``--query-compute-apps`` CSV, the default table (GPU rows, MIG devices, processes)
 and ``nvidia-smi topo -m``. A paste may hold several of them (``nvidia-smi; nvidia-smi topo -m``): GPUs come
-from the richest form present (XML, then CSV, then the table; the last block of a kind, i.e. the most
+from the richest form present (XML, then CSV, then ``-q`` text, then the table, then a headerless ``-q``
+excerpt; the last block of a kind, i.e. the most
 recent, when a log holds several), processes and links are attached by index or bus id. Damaged cells
 are skipped and reported, never fatal; only text with no GPU at all is an InputError.
 """
@@ -16,24 +18,34 @@ from typing import Any
 
 from doctor.errors import InputError
 from doctor.probes.gpu import GpuProcess, GpuReading
+from doctor.probes.nvidia_smi_text import parse_excerpt, parse_text
+from doctor.probes.nvidia_smi_values import NA as _NA
+from doctor.probes.nvidia_smi_values import UNITS as _UNITS
+from doctor.probes.nvidia_smi_values import bytes_of as _bytes
+from doctor.probes.nvidia_smi_values import flag as _yes
+from doctor.probes.nvidia_smi_values import na as _na
+from doctor.probes.nvidia_smi_values import number as _number
+from doctor.probes.nvidia_smi_values import whole as _int
 
-_NA = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]",
-       "[requested functionality has been deprecated]", "-"}
-_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _XML_DOC = re.compile(r"<nvidia_smi_log\b.*?</nvidia_smi_log>", re.DOTALL)
 _TOPO_CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
+#: nvidia-smi's line for a GPU it cannot open: ``Unable to determine the device handle for GPU 0000:02:00.0: GPU
+#: is lost.  Reboot the system to recover this GPU`` (newer drivers: ``for GPU1: 0000:0A:00.0: …``)
+_LOST = re.compile(r"Unable to determine the device handle for GPU\d*:?\s*"
+                   r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(.+?)\s*$", re.MULTILINE)
 
 
 def parse(text: str, source: str) -> list[GpuReading]:
     text = _ANSI.sub("", text.replace("\r\n", "\n"))
     problems: list[str] = []
-    readings = (_from_xml(text, problems) or _from_query_csv(text, problems)
-                or _from_table(text, problems))
+    readings = (_from_xml(text, problems) or _from_query_csv(text, problems) or parse_text(text, problems)
+                or _from_table(text, problems) or parse_excerpt(text, problems))
+    readings += _lost(text, readings)
     if not readings:
         detail = f" ({'; '.join(problems)})" if problems else ""
-        raise InputError(f"{source}: no GPU found: expected nvidia-smi -q -x XML, --query-gpu CSV or the "
-                         f"default nvidia-smi table{detail}")
+        raise InputError(f"{source}: no GPU found: expected nvidia-smi -q (text or -x XML), --query-gpu CSV or "
+                         f"the default nvidia-smi table{detail}")
     _attach_compute_apps(text, readings, problems)
     _attach_topology(text, readings, problems)
     readings[0].problems.extend(problems)
@@ -41,41 +53,20 @@ def parse(text: str, source: str) -> list[GpuReading]:
 
 
 # ------------------------------------------------------------------------------------------ values
-def _na(value: str | None) -> bool:
-    return value is None or value.strip().lower() in _NA
-
-
-def _bytes(value: str | None, unit: str = "mib") -> int | None:
-    """``143771 MiB`` or ``143771`` (unit from the CSV header) to bytes."""
-    if _na(value):
-        return None
-    m = re.fullmatch(r"\s*([\d.]+)\s*([KMG]iB|B)?\s*", value or "", re.IGNORECASE)
-    if not m:
-        return None
-    return int(float(m.group(1)) * _UNITS[(m.group(2) or unit).lower()])
-
-
-def _number(value: str | None) -> float | None:
-    if _na(value):
-        return None
-    m = re.match(r"\s*(-?[\d.]+)", value or "")
-    return float(m.group(1)) if m else None
-
-
-def _int(value: str | None) -> int | None:
-    number = _number(value)
-    return int(number) if number is not None else None
-
-
-def _yes(value: str | None) -> bool | None:
-    if _na(value):
-        return None
-    return (value or "").strip().lower() in ("yes", "enabled", "on", "active", "true")
-
-
 def _sm(value: str | None) -> int | None:
     m = re.fullmatch(r"\s*(\d+)\.(\d)\s*", value or "")
     return int(m.group(1)) * 10 + int(m.group(2)) if m else None
+
+
+def _lost(text: str, readings: list[GpuReading]) -> list[GpuReading]:
+    """The GPUs nvidia-smi names but cannot open: each one a reading with ``lost`` set and nothing else."""
+    seen = {(r.bus_id or "").lower()[-12:] for r in readings}
+    lost: dict[str, GpuReading] = {}
+    for m in _LOST.finditer(text):
+        bus = m.group(1)
+        if bus.lower()[-12:] not in seen and bus not in lost:
+            lost[bus] = GpuReading(index=len(readings) + len(lost), name="", bus_id=bus, lost=m.group(2))
+    return list(lost.values())
 
 
 # ------------------------------------------------------------------------------------------ XML
@@ -113,6 +104,7 @@ def _xml_health(reading: GpuReading, gpu: Any, find: Any) -> None:
     reading.temp_c = _number(find("temperature/gpu_temp"))
     reading.temp_slowdown_c = _number(find("temperature/gpu_temp_slow_threshold"))
     reading.temp_shutdown_c = _number(find("temperature/gpu_temp_max_threshold"))
+    reading.temp_max_operating_c = _number(find("temperature/gpu_temp_max_gpu_threshold"))
     reading.sm_clock_mhz = _number(find("clocks/sm_clock"))
     reading.sm_clock_max_mhz = _number(find("max_clocks/sm_clock"))
     reading.pcie_gen = _int(find("pci/pci_gpu_link_info/pcie_gen/current_link_gen"))
@@ -242,8 +234,8 @@ def _csv_health(reading: GpuReading, cell: Any) -> None:
     reading.clocks_event_reasons = active if seen else None
     reading.temp_c = _number(cell("temperature.gpu")[0])
     margin = _number(cell("temperature.gpu.tlimit")[0])  # degrees left before the GPU slows down (T.Limit)
-    if reading.temp_c is not None and margin is not None:
-        reading.temp_slowdown_c = reading.temp_c + margin
+    if reading.temp_c is not None and margin is not None:  # T.Limit is the margin to the max operating temperature
+        reading.temp_slowdown_c = reading.temp_max_operating_c = reading.temp_c + margin
     reading.sm_clock_mhz = _number(cell("clocks.current.sm")[0] or cell("clocks.sm")[0])
     reading.sm_clock_max_mhz = _number(cell("clocks.max.sm")[0])
     reading.pcie_gen, reading.pcie_gen_max = _int(cell("pcie.link.gen.current")[0]), _int(cell("pcie.link.gen.max")[0])

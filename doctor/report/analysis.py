@@ -165,7 +165,7 @@ def document(*, client: PromClient, window: Window, selector: Selector, results:
 
     ranked = sorted(((r, f) for r in results for f in r.diagnosis.findings),
                     key=lambda pair: (*pair[1].sort_key(), pair[0].instance))
-    problems = [e.error for e in client.log if e.error]
+    problems = [e.problem for e in client.log if e.problem]
     problems += [redact_text(r.live.note) for r in results if r.live is not None and r.live.note]
     step = collected.chart_steps.get("kv_usage", window.chart_step)
     return {

@@ -60,10 +60,17 @@ class QueryLog:
 
     label: str
     query: str
-    kind: str  # instant | range
+    kind: str  # instant | range | labels
     seconds: float
     series: int
     error: str | None = None
+    #: a question the report can do without (which recordings the store holds): its failure is no problem
+    optional: bool = False
+
+    @property
+    def problem(self) -> str | None:
+        """The error, where it cost the report something."""
+        return None if self.optional else self.error
 
 
 @dataclass
@@ -98,7 +105,7 @@ class PromClient:
 
     @property
     def failed(self) -> int:
-        return sum(1 for entry in self.log if entry.error)
+        return sum(1 for entry in self.log if entry.problem)
 
     def _connect(self) -> Any:
         """One HTTP session per thread (queries run side by side; a requests Session is not for sharing)."""
@@ -141,14 +148,22 @@ class PromClient:
                        points=tuple((float(t), v) for t, raw in item.get("values") or () if math.isfinite(
                            v := _float(raw)))) for item in data]
 
+    def label_values(self, label: str, name: str, params: dict[str, str]) -> list[str]:
+        """The values of label ``name`` on the series ``params["match[]"]`` selects (the label-values API: the
+        store's index only, no samples read)."""
+        data = self._run(label, f"label values {name} of {params.get('match[]', '')}", "labels",
+                         lambda conn: conn.get_label_values(name, params=params), optional=True)
+        return [str(value) for value in data]
+
     def _server_timeout(self) -> str:
         """Prometheus's own bound on the query (it takes no fractional seconds: 0.5 s is "500ms")."""
         return f"{max(1, round(self.timeout_s * 1000))}ms"
 
-    def _run(self, label: str, query: str, kind: str, call: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    def _run(self, label: str, query: str, kind: str, call: Callable[[Any], Any], optional: bool = False
+             ) -> list[dict[str, Any]]:
         import requests
 
-        entry = QueryLog(label, query, kind, 0.0, 0)
+        entry = QueryLog(label, query, kind, 0.0, 0, optional=optional)
         with self._lock:
             if not self._answered and self._timeouts >= MAX_FIRST_TIMEOUTS:
                 raise QueryError(f"{label}: skipped: the first {self._timeouts} queries all timed out")

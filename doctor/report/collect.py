@@ -35,6 +35,7 @@ from doctor.report.promql import (
     format_duration,
     join_or,
 )
+from doctor.report.recorded import Recorded
 
 #: Charts: (id, fact whose template is plotted, title, unit). GPU utilization is per GPU.
 CHARTS = (
@@ -121,17 +122,46 @@ class Collected:
         return bool(self.instances)
 
 
-def collect(client: PromClient, catalog: Catalog, window: Window, params: Params) -> Collected:
+def collect(client: PromClient, catalog: Catalog, window: Window, params: Params,
+            recorded: Recorded | None = None) -> Collected:
     """Ask every report fact for the whole fleet at once; ``params`` carries the selector (ranges are the
-    window's). Queries run a few at a time: Prometheus evaluates them side by side."""
+    window's). Queries run a few at a time: Prometheus evaluates them side by side. A query the store already
+    records (``llmdoctor rules --report``, doctor/report/recorded.py) is read from its recorded series instead:
+    the store evaluated it ahead of time, the report reads one sample per answer."""
     out = Collected()
-    report_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
-                           lookback=window.since)
-    asks = [_ask_entry(client, catalog, entry, window, report_params, out)
+    asks = [_ask_entry(client, catalog, entry, window, fleet_params(window, params), out,
+                       None if _of_the_last_minutes(entry) else recorded)
             for entry in catalog.entries.values() if entry.report is not None and not entry.detail]
-    asks += [_ask_label(client, catalog, fact, report_params, out) for fact in catalog.label_facts]
+    asks += [_ask_label(client, catalog, fact, fleet_params(window, params), out, recorded)
+             for fact in catalog.label_facts]
     _run_all(asks)
+    if recorded is not None and recorded.used:
+        out.notes.append(f"{len(recorded.used)} fleet-wide facts read from the store's recording rules "
+                         f"(llmdoctor rules --report, evaluated every {recorded.every}): their window ends at the "
+                         "last evaluation, at most that long before the report's end")
     return out
+
+
+def fleet_params(window: Window, params: Params) -> Params:
+    """The parameters of the fleet-wide queries: every range the whole window."""
+    return Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
+                  lookback=window.since)
+
+
+def fleet_queries(catalog: Catalog, window: Window, params: Params) -> list[tuple[str, str]]:
+    """(fact, query) of every fleet-wide query ``collect`` asks, in its order: what ``llmdoctor rules --report``
+    records, as the exact text the report would send (a recorded series is used only for the same text)."""
+    fleet = fleet_params(window, params)
+    out = [(entry.key, entry_query(catalog, entry, window, fleet)[0]) for entry in catalog.entries.values()
+           if entry.report is not None and not entry.detail and not _of_the_last_minutes(entry)]
+    return out + [(fact.key, label_query(catalog, fact, fleet)[0]) for fact in catalog.label_facts]
+
+
+def _of_the_last_minutes(entry: Entry) -> bool:
+    """A fact of the last --trend (the KV slope), not of the window: read from an evaluation up to --every
+    before the report's end it would be another slope (a fleet filling in its last minutes would not show),
+    and asked live it reads only --trend of samples. Not recorded."""
+    return any("{trend}" in template or "{step}" in template for template in entry.templates.values())
 
 
 def collect_detail(client: PromClient, catalog: Catalog, window: Window, params: Params, out: Collected,
@@ -150,8 +180,7 @@ def collect_detail(client: PromClient, catalog: Catalog, window: Window, params:
     if len(detail) < len(out.instances):
         params = replace(params, selector=params.selector.with_matcher("instance", "=~", _alternation(detail)),
                          gpu_hosts=tuple(sorted({host_of(i) for i in detail})))
-    fact_params = Params(selector=params.selector, range=window.since, trend=window.trend, step=window.step,
-                         lookback=window.since)
+    fact_params = fleet_params(window, params)
     asks = [_ask_entry(client, catalog, entry, window, fact_params, out)
             for entry in catalog.entries.values() if entry.report is not None and entry.detail]
     asks += [_ask_chart(client, catalog, chart_id, key, title, window, params, out)
@@ -188,29 +217,54 @@ def _run_all(asks: list[_Ask]) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Window, params: Params,
-               out: Collected) -> _Ask:
-    """One fact for the fleet. ``p95``: each series' 95th percentile over the window, then the template's
-    aggregation over ranks (the worst rank's KV, the ranks' queues added up): one pass over the samples,
-    where a subquery of the aggregate would evaluate it at every step."""
+def entry_query(catalog: Catalog, entry: Entry, window: Window, params: Params) -> tuple[str, list[Alternative]]:
+    """One fact's query for the fleet, each alternative tagged. ``p95``: each series' 95th percentile over the
+    window, then the template's aggregation over ranks (the worst rank's KV, the ranks' queues added up): one
+    pass over the samples, where a subquery of the aggregate would evaluate it at every step."""
     if entry.report == "p95":
         params = replace(params, p95_over=window.since)
     alternatives = catalog.alternatives(entry.key, params, catalog.inline)
     query = join_or([f'label_replace({alt.expr}, "{TAG}", "{i}", "", "")' for i, alt in enumerate(alternatives)],
                     entry.or_on)
+    return query, alternatives
 
+
+def _ask_entry(client: PromClient, catalog: Catalog, entry: Entry, window: Window, params: Params,
+               out: Collected, recorded: Recorded | None = None) -> _Ask:
+    """One fact for the fleet (entry_query), from its recorded series where the store has it."""
+    query, alternatives = entry_query(catalog, entry, window, params)
     how = f" ({entry.note})" if entry.note else ""
-    # one source per alternative, shared by every instance it answers for: redacted once, here
-    sources = [redact_text(f"promql{how}: {alt.expr}") for alt in alternatives]
+    run, cited = _recorded_or(client, recorded, entry.key, query)
 
     def apply(samples: list[Sample]) -> None:
+        # one source per alternative, shared by every instance it answers for: redacted once, here
+        sources = [redact_text(f"promql{how}: {alt.expr}{cited()}") for alt in alternatives]
         for sample in samples:
             index = int(sample.labels.get(TAG, -1))
             if 0 <= index < len(alternatives) and math.isfinite(sample.value):
                 _observe(out, entry, alternatives[index], sources[index], sample)
 
-    return _Ask(lambda: client.instant(entry.key, query), apply,
-                lambda exc: out.errors.__setitem__(entry.key, str(exc)))
+    return _Ask(run, apply, lambda exc: out.errors.__setitem__(entry.key, str(exc)))
+
+
+def _recorded_or(client: PromClient, recorded: Recorded | None, key: str, query: str
+                 ) -> tuple[Callable[[], list[Sample]], Callable[[], str]]:
+    """(the query's run, what its source adds once it ran): the recorded series of exactly ``query`` when the
+    store has it, else (or when the recording holds no answer at the report's end: rules stopped, a window
+    past the recording) ``query`` itself."""
+    series = recorded.series(key, query) if recorded is not None else None
+    said = [""]
+
+    def run() -> list[Sample]:
+        if series is not None and recorded is not None:
+            samples = client.instant(key, series)
+            if samples:
+                said[0] = f" [recorded: {recorded.name(key)}, every {recorded.every}]"
+                return samples
+            recorded.used.remove(key)
+        return client.instant(key, query)
+
+    return run, lambda: said[0]
 
 
 def _observe(out: Collected, entry: Entry, alt: Alternative, source: str, sample: Sample) -> None:
@@ -232,13 +286,21 @@ def _observe(out: Collected, entry: Entry, alt: Alternative, source: str, sample
     out.instances.setdefault(instance, {})[entry.key] = Observation(value, source, alt.engine)
 
 
-def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Params, out: Collected) -> _Ask:
-    """``group by (instance, engine, <label>) (last_over_time(<info metric>[window]))``, smallest value wins
-    for numbers (each DP engine has its own pool), first for the rest."""
+def label_query(catalog: Catalog, fact: LabelFact, params: Params) -> tuple[str, list[Alternative]]:
+    """``group by (instance, engine, <label>) (last_over_time(<info metric>[window]))``, each alternative tagged."""
     alternatives = catalog.label_selector(fact, params)
     window = format_duration(params.range)
     parts = [f'label_replace(group by (instance, engine, {fact.label}) (last_over_time({alt.expr}[{window}])), '
              f'"{TAG}", "{i}", "", "")' for i, alt in enumerate(alternatives)]
+    return join_or(parts, ("instance",)), alternatives
+
+
+def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Params, out: Collected,
+               recorded: Recorded | None = None) -> _Ask:
+    """A label fact for the fleet (label_query): smallest value wins for numbers (each DP engine has its own
+    pool), first for the rest."""
+    query, alternatives = label_query(catalog, fact, params)
+    run, cited = _recorded_or(client, recorded, fact.key, query)
 
     def apply(samples: list[Sample]) -> None:
         for sample in samples:
@@ -252,10 +314,9 @@ def _ask_label(client: PromClient, catalog: Catalog, fact: LabelFact, params: Pa
             previous = observed.get(fact.key)
             if previous is not None and (fact.type == "bool" or previous.value <= value):
                 continue
-            observed[fact.key] = Observation(value, f"promql: {name} label {fact.label}", fact.engine)
+            observed[fact.key] = Observation(value, f"promql: {name} label {fact.label}{cited()}", fact.engine)
 
-    return _Ask(lambda: client.instant(fact.key, join_or(parts, ("instance",))), apply,
-                lambda exc: out.errors.setdefault(fact.key, str(exc)))
+    return _Ask(run, apply, lambda exc: out.errors.setdefault(fact.key, str(exc)))
 
 
 def _ask_chart(client: PromClient, catalog: Catalog, chart_id: str, key: str, title: str, window: Window,

@@ -27,6 +27,8 @@ class ReportOptions:
     playbook_dirs: tuple[str, ...] = ()
     timeout_s: float = 30.0
     probe_timeout_s: float = 5.0
+    #: read the fleet-wide facts the store records (llmdoctor rules --report) where it has them
+    recorded: bool = True
 
 
 def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
@@ -38,6 +40,7 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
     from doctor.report.client import connect
     from doctor.report.collect import Window, collect, collect_detail
     from doctor.report.promql import Params, Selector, load_catalog, parse_duration
+    from doctor.report.recorded import discover
     from doctor.report.targets import look
 
     since = parse_duration(options.since, "--since")
@@ -63,10 +66,11 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
     window = Window(since=since, step=step, trend=trend, end=end)
     params = Params(selector=selector)
     try:
-        collected = collect(client, catalog, window, params)
+        recorded = discover(client, window.start) if options.recorded else None
+        collected = collect(client, catalog, window, params, recorded)
         elapsed = time.perf_counter() - started  # querying only: the live look and the diagnosis are not
         if not collected.any_data():
-            errors = [e.error for e in client.log if e.error]
+            errors = [e.problem for e in client.log if e.problem]
             why = errors[0] if errors else (f"no vLLM or SGLang series matched"
                                             f"{' ' + selector.text if selector.text else ''}"
                                             f" between {iso(window.start)} and {iso(end)}")

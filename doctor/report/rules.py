@@ -352,8 +352,11 @@ def _plain_title(title: str) -> str:
     return re.sub(r"\{[^{}]*\}", "…", title)
 
 
-def rules_yaml(generated: Generated, header: str, document: dict[str, Any] | None = None) -> str:
+def rules_yaml(generated: Generated | None, header: str, document: dict[str, Any] | None = None) -> str:
     import yaml
 
-    body = yaml.safe_dump(document or generated.document(), sort_keys=False, allow_unicode=True, width=1 << 16)
+    if document is None:
+        assert generated is not None
+        document = generated.document()
+    body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1 << 16)
     return "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines()) + body

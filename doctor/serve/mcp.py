@@ -134,8 +134,8 @@ def check_tool(
     server_info: Annotated[str | None, Field(description="Path of a saved /server_info JSON body")] = None,
     manifest: Annotated[str | None, Field(description="Path of a Kubernetes manifest (Deployment, Pod, "
                                                       "LeaderWorkerSet, …): the launch command and GPUs")] = None,
-    nvidia_smi: Annotated[str | None, Field(description="Path of saved `nvidia-smi -q -x` or --query-gpu CSV "
-                                                        "output")] = None,
+    nvidia_smi: Annotated[str | None, Field(description="Path of saved `nvidia-smi -q` (text or -x XML) or "
+                                                        "--query-gpu CSV output")] = None,
     log: Annotated[str | None, Field(description="Path of the server's log file")] = None,
     symptom: Annotated[str | None, Field(description="Only this symptom's playbook, e.g. memory-filling-fast")] = None,
     api_key_env: Annotated[str | None, Field(description="Name of the environment variable (of this MCP "

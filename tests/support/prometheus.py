@@ -17,6 +17,7 @@ from support.tsdb import (  # noqa: F401 - the tests' one import for the stores
     PrivatePrometheus,
     PrivateVictoria,
     backfill,
+    backfill_rules,
     free_port,
     scenarios,
 )

@@ -57,6 +57,21 @@ def backfill(openmetrics: str, workdir: Path) -> Path:
     return data
 
 
+def backfill_rules(rules: Path, url: str, start: int, end: int, data: Path, every: str = "10m") -> list[Path]:
+    """Blocks of what the recording rules in ``rules`` would have recorded between ``start`` and ``end``,
+    evaluated every ``every`` by ``promtool tsdb create-blocks-from rules`` against the store at ``url``,
+    moved into ``data`` (a Prometheus started on it afterwards serves them)."""
+    out = data.parent / "recorded-blocks"
+    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "rules", f"--start={start}", f"--end={end}",
+                    f"--eval-interval={every}", f"--url={url}", f"--output-dir={out}", str(rules)],
+                   check=True, capture_output=True, timeout=600)
+    moved = []
+    for block in sorted(out.iterdir()):
+        moved.append(block.rename(data / block.name))
+    out.rmdir()
+    return moved
+
+
 def wait_ready(process: subprocess.Popen, url: str, timeout: float) -> bool:
     """Whether the store answers 200 at ``url`` within ``timeout`` (False at once if its process ended)."""
     deadline = time.monotonic() + timeout
@@ -195,9 +210,13 @@ class PrivateVictoria(_StoreProcess):
                 lines = []
         if lines:
             sent += self._post(lines)
+        self.flush()
+        return sent
+
+    def flush(self) -> None:
+        """Make what was written so far searchable (imports, and what vmalert wrote back)."""
         with urllib.request.urlopen(f"{self.url}/internal/force_flush", timeout=60):
             pass
-        return sent
 
     def _post(self, lines: list[bytes]) -> int:
         request = urllib.request.Request(f"{self.url}/api/v1/import/prometheus", data=b"".join(lines), method="POST")
