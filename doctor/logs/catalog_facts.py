@@ -66,6 +66,15 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
                 _kv_refusal(m, put)
     found = list(seen.values())
     put("log.catalog.matches", found, "lines that match an engine's own error or warning template")
+    # SGLang imports every model module at start-up and logs each that fails (healthy CPU builds log several):
+    # no fault by itself, but the architectures of those modules then read as "not supported" (engine-too-old's
+    # log node checks this before blaming the release)
+    failed = [(index, str(m.values.get("name"))) for index, m in matches
+              if m.text.startswith("Ignore import error when loading {name}")][:MAX_MATCHES]
+    if failed:
+        kept.extend(index for index, _ in failed)  # a snapshot's excerpt replays to the same list
+        put("log.model_import_errors", list(dict.fromkeys(name for _, name in failed)),
+            "SGLang's 'Ignore import error when loading …' lines")
     unmapped = [f for f in found if not f["cause"]]
     put("log.catalog.unmapped", unmapped, "engine errors and warnings no cause names")
     put("log.catalog.unmapped_refusals", [f for f in unmapped if f["severity"] == "critical"],

@@ -14,13 +14,20 @@ A cause claims templates in its ``log_signatures`` (one file per cause, playbook
   | `kind`     | `raise` or `log`                                                                 |
   | `startup`  | the site's start-up class (``STARTUP`` below) is one of these                    |
   | `words`    | every word appears in the template's literal text (case-insensitive)             |
+  | `names`    | the site's guarding condition or the template's text names one of the engine's   |
+  |            | settings: a list of identifiers, or `{groups: [...], also: [...]}` — the flags    |
+  |            | whose field is in those groups of the engine's flag catalog (vLLM's config class, |
+  |            | `ParallelConfig`; SGLang's argument group, `Parallel`), by dest and field name     |
 
-A template id beats a selector; among selectors the one with more keys wins (``words`` counts twice: what the
-message says is more specific than where it is raised), then the cause id's order.
+A template id beats a selector; among selectors, what the message says (``words``) beats the setting its
+condition names (``names``), which beats where it is raised; then more keys; then the cause id's order.
+``names`` is how the start-up refusals are mapped by construction rather than one at a time: a template raised
+under ``if self.tensor_parallel_size …`` (or saying "tensor parallel size") is about the parallel layout.
 """
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any
@@ -83,7 +90,35 @@ def _as_tuple(value: Any) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _site_holds(catalog: str, select: dict[str, Any], site: Any) -> bool:
+@lru_cache(maxsize=64)
+def _names_pattern(catalog: str, groups: tuple[str, ...], also: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for the identifiers a ``names`` selector stands for: ``also`` and, for each flag of the engine's
+    newest flag catalog whose field is in ``groups``, its dest and field name. An identifier matches as a whole
+    word, its underscores also as blanks or hyphens (a message says "tensor parallel size", a hint
+    "--tensor-parallel-size")."""
+    names = set(also)
+    if groups and catalog in ("vllm", "sglang"):
+        from doctor.engines.catalog import load_catalog
+
+        for spec in load_catalog(catalog).flags:
+            group, _, field = (spec.field or "").partition(".")
+            if group in groups:
+                # a compound identifier only: a one-word field (``model``, ``method``, ``backend``) is also an
+                # ordinary word of other messages
+                names.update(n for n in (spec.dest, field) if n and "_" in n.strip("_"))
+    if not names:
+        return None
+    body = "|".join(re.escape(n).replace("_", "[_ -]") for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9_])(?:{body})(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def _names(catalog: str, value: Any) -> re.Pattern[str] | None:
+    if isinstance(value, dict):
+        return _names_pattern(catalog, tuple(value.get("groups", ())), tuple(value.get("also", ())))
+    return _names_pattern(catalog, (), tuple(_as_tuple(value)))
+
+
+def _site_holds(catalog: str, select: dict[str, Any], site: Any, text: str = "") -> bool:
     file, function, kind, typ = (site["file"], site["function"], site["kind"], site["type"]) \
         if isinstance(site, dict) else (site.file, site.function, site.kind, site.type)
     if "module" in select and not any(fnmatchcase(file, g) for g in _as_tuple(select["module"])):
@@ -94,25 +129,32 @@ def _site_holds(catalog: str, select: dict[str, Any], site: Any) -> bool:
         return False
     if "kind" in select and kind not in _as_tuple(select["kind"]):
         return False
-    return not ("startup" in select and startup_class(catalog, file) not in _as_tuple(select["startup"]))
+    if "startup" in select and startup_class(catalog, file) not in _as_tuple(select["startup"]):
+        return False
+    if "names" in select:
+        pattern = _names(catalog, select["names"])
+        guard = site.get("guard", "") if isinstance(site, dict) else site.guard
+        return pattern is not None and bool(pattern.search(text) or pattern.search(guard or ""))
+    return True
 
 
 def selects(catalog: str, select: dict[str, Any], entry: dict[str, Any], sites: Any = None) -> bool:
     """Whether a selector claims a template (``entry`` as stored in the catalog)."""
+    text = " ".join(p for p in entry["parts"] if isinstance(p, str))
     if "words" in select:
-        text = " ".join(p for p in entry["parts"] if isinstance(p, str)).lower()
-        if not all(str(w).lower() in text for w in _as_tuple(select["words"])):
+        lowered = text.lower()
+        if not all(str(w).lower() in lowered for w in _as_tuple(select["words"])):
             return False
-    return any(_site_holds(catalog, select, s) for s in (sites if sites is not None else entry.get("sites", ())))
+    return any(_site_holds(catalog, select, s, text) for s in (sites if sites is not None else entry.get("sites", ())))
 
 
 @lru_cache(maxsize=1)
-def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[int, str, str, dict[str, Any]], ...]]:
+def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[tuple[bool, bool, int], str, str, dict[str, Any]], ...]]:
     """(catalog, template id) → cause, and the selectors most specific first, from the playbooks."""
     from doctor.logs.source import signatures
 
     ids: dict[tuple[str, str], str] = {}
-    selectors: list[tuple[int, str, str, dict[str, Any]]] = []
+    selectors: list[tuple[tuple[bool, bool, int], str, str, dict[str, Any]]] = []
     for cause, sigs in sorted(signatures().items()):
         for sig in sigs:
             if "catalog" not in sig:
@@ -120,9 +162,11 @@ def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[int, str, str
             if "template" in sig:
                 ids.setdefault((sig["catalog"], sig["template"]), cause)
             elif "select" in sig:
-                rank = len(sig["select"]) + ("words" in sig["select"])  # the message's words say most
-                selectors.append((-rank, cause, sig["catalog"], dict(sig["select"])))
-    selectors.sort(key=lambda s: (s[0], s[1]))
+                select = sig["select"]
+                # the message's words say most, then the setting its condition names, then where it is raised
+                rank = ("words" in select, "names" in select, len(select))
+                selectors.append((rank, cause, sig["catalog"], dict(select)))
+    selectors.sort(key=lambda s: (tuple(-r for r in s[0]), s[1]))
     return ids, tuple(selectors)
 
 

@@ -497,7 +497,11 @@ def _named(scan: _Scan, put: Any, engine: str | None, signatures: dict[str, list
         named.append(m)
         put(f"log.seen.{m['cause'].replace('-', '_')}", m["line"], f"the line that names {m['cause']}")
     refusals = facts.get("log.catalog.unmapped_refusals")
-    if refusals and named:  # a cause already explains the failure: the unplaced errors stay in log.catalog.unmapped
+    # only a cause that explains a failed start hides the start-up refusals nobody placed (a deprecation warning's
+    # cause, a running server's, does not)
+    starts = {cause for cause, sigs in signatures.items()
+              if any(s.get("symptom", "launch-failure") == "launch-failure" for s in sigs)}
+    if refusals and any(m["cause"] in starts for m in named):  # the unplaced errors stay in log.catalog.unmapped
         put("log.catalog.unmapped_refusals", [], "none: the causes the log names explain the failure")
     elif refusals:  # never silent: the engine's own error is the finding (engine-error-unplaced)
         named.append({"cause": "engine-error-unplaced", "line": refusals[0]["message"]})

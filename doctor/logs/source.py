@@ -26,7 +26,12 @@ def signatures(pbset: PlaybookSet | None = None) -> Signatures:
         from doctor.playbook.loader import load_playbooks
 
         pbset = load_playbooks()
-    return {c.id: list(c.log_signatures) for c in pbset.causes.values() if c.log_signatures}
+    from doctor.playbook.lognodes import DEFAULT_SYMPTOM
+
+    # each signature carries the symptom its cause's log node explains: a line of a running server (a deprecation
+    # warning, a preemption) is no explanation of a failed start (doctor/logs/parse.py _named)
+    return {c.id: [dict(s, symptom=c.log_node.get("symptom", DEFAULT_SYMPTOM)) for s in c.log_signatures]
+            for c in pbset.causes.values() if c.log_signatures}
 
 
 def read_log_input(spec: str, sigs: Signatures | None = None) -> LogReading:

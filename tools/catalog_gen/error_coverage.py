@@ -21,6 +21,12 @@ def _refusal(site: dict[str, Any]) -> bool:
     return site["kind"] == "raise" or site["type"] in ("error", "critical")
 
 
+def _by_message(select: dict[str, Any] | None) -> bool:
+    """Mapped by what the template says: its id, or a selector on its words or on the setting its condition or
+    message names (``names``); not by where it is raised alone (a start-up class selector)."""
+    return select is None or "words" in select or "names" in select or "startup" not in select
+
+
 def release_rows(catalog: cat.Catalog) -> list[dict[str, Any]]:
     """Per release: start-up refusals, how many are mapped, start-up warnings, all templates."""
     rows = []
@@ -42,7 +48,7 @@ def release_rows(catalog: cat.Catalog) -> list[dict[str, Any]]:
                 if cause:
                     mapped += 1
                     classes[cause] += 1
-                    by_message += select is None or "startup" not in select
+                    by_message += _by_message(select)
             else:
                 warnings += 1
         rows.append({"version": version, "templates": total, "refusals": refusals, "mapped": mapped,
@@ -85,17 +91,21 @@ def render() -> str:
         newest = rows[-NEWEST:]
         share = sum(r["mapped"] for r in newest) / max(1, sum(r["refusals"] for r in newest))
         own = sum(r["by_message"] for r in newest) / max(1, sum(r["refusals"] for r in newest))
-        out += [f"Newest {NEWEST} releases: {share:.1%} of start-up refusals mapped; {own:.1%} by what the message "
-                "says (a template id, or a selector with `words`), the rest by where it is raised (the start-up "
-                "class causes: `engine-config-rejected`, `model-load-failed`, `device-init-failed`, "
-                "`kv-cache-sizing-refused`, `parser-registry-refused`), which name the stage and quote the "
-                "engine's words but not a specific fix.", "",
-                "| release | templates | start-up refusals | mapped | share | by message | start-up warnings | "
-                "causes (top 3) |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += [f"Newest {NEWEST} releases: {share:.1%} of start-up refusals mapped; **{own:.1%} by message** to a "
+                "specific cause (a template id; a selector on the message's `words`; or on the setting its guarding "
+                "condition or message names, `names`: the flag groups of the flag catalogs), "
+                f"{share - own:.1%} by class only: by where it is raised (the start-up class causes "
+                "`engine-config-rejected`, `model-load-failed`, `device-init-failed`, `kv-cache-sizing-refused`, "
+                "`parser-registry-refused`), which name the stage and quote the engine's words but not a specific "
+                "fix.", "",
+                "| release | templates | start-up refusals | mapped | share | by message | by message, share | "
+                "by class only | start-up warnings | causes (top 3) |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             top = ", ".join(f"{c} {n}" for c, n in r["causes"].most_common(3))
+            n = max(1, r["refusals"])
             out.append(f"| {r['version']} | {r['templates']} | {r['refusals']} | {r['mapped']} | "
-                       f"{r['mapped'] / max(1, r['refusals']):.0%} | {r['by_message']} | {r['warnings']} | {top} |")
+                       f"{r['mapped'] / n:.0%} | {r['by_message']} | {r['by_message'] / n:.0%} | "
+                       f"{(r['mapped'] - r['by_message']) / n:.0%} | {r['warnings']} | {top} |")
         out.append("")
     return "\n".join(out)
