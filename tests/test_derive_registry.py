@@ -132,6 +132,12 @@ def _inputs() -> dict[str, OfflineInputs]:
             nvidia_smi=str(NVIDIA_SMI / "rtx3090x3-one-gpu-busy.txt")),
         "vllm -tp 4 on a box of three RTX 3090s": OfflineInputs(
             command="vllm serve Qwen/Qwen3-8B -tp 4", nvidia_smi=str(NVIDIA_SMI / "rtx3090x3-one-gpu-busy.txt")),
+        # a real reporter's command (bench/incidents/i156-sglang-6669.yaml, sgl-project/sglang#6669)
+        "sglang 0.4.6 decode server with a CUDA-graph batch list": OfflineInputs(
+            command="python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --trust-remote-code "
+                    "--disaggregation-mode decode --tp 8 --dp 8 --enable-dp-attention --enable-deepep-moe --ep-size 8 "
+                    "--disable-radix-cache --attention-backend fa3 --mem-frac 0.7 --cuda-graph-bs 128",
+            engine_version="0.4.6"),
         "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
         "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
         "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),

@@ -133,6 +133,17 @@ def test_check_of_a_symptom_no_cause_explains_is_a_result_not_a_tool_error() -> 
     assert doc["unexplained"]["symptoms"][0]["symptom"] == "slow-decode" and doc["unexplained"]["possible"]
 
 
+def test_check_of_a_symptom_alone_is_its_differential() -> None:
+    """MCP's check with only `symptom` answers as `check --symptom X` does (exit 5's document), not an error."""
+    _, (result,) = _session([("check", {"symptom": "tools-ignored"})])
+    doc = _doc(result)
+    cli = run_cli("check", "--symptom", "tools-ignored", "--format", "json")
+    assert cli.returncode == 5
+    assert _stable(doc) == _stable(json.loads(cli.stdout))
+    assert not doc["findings"] and doc["unexplained"]["symptoms"][0]["symptom"] == "tools-ignored"
+    assert any("--config" in p["decided_by"] for p in doc["unexplained"]["possible"])
+
+
 def test_mcp_is_imported_only_by_this_command() -> None:
     probe = ("import sys, doctor.cli.main as m; sys.argv=['llmdoctor','lint','vllm serve x']; "
              "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): m.run()\n"

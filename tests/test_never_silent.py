@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import SHARED_FIXTURES, requires_shared, run_cli
 
 REFUSAL = SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "missing-chat-template-launchfail" / "server.log"
@@ -91,3 +92,35 @@ def test_exit_code_5_is_documented() -> None:
     from conftest import ROOT
 
     assert "**5** a symptom was reported" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("symptom", ["tools-ignored", "reasoning-leak", "hung", "launch-failure", "idle-ep-gpus"])
+def test_a_symptom_alone_gets_its_differential_and_exit_5(symptom: str) -> None:
+    """`check --symptom X` with no other input: nothing rules any cause out, so the answer is X's differential,
+    every cause with the input that decides it — never "nothing to check" (exit 2) and never "healthy"."""
+    rc, doc = _json("--symptom", symptom)
+    assert rc == 5 and not doc["findings"]
+    unexplained = doc["unexplained"]
+    assert unexplained["symptoms"] == [{"symptom": symptom, "reported_by": "--symptom"}]
+    assert unexplained["unplaced_lines"] == []  # no log was given: nothing is quoted
+    possible = unexplained["possible"]
+    assert len(possible) >= 2 and all(p["symptom"] == symptom and p["label"] == "possible" for p in possible)
+    # each names an input to pass (a flag of check, or where to run it), not just the facts it lacks
+    assert all(p["decided_by"].startswith(("pass ", "run ", "re-run ", "describe ")) for p in possible), possible
+    assert {(p["symptom"], p["cause"]) for p in possible} <= {(u["symptom"], u["cause"]) for u in doc["unchecked"]}
+
+
+def test_a_symptom_alone_in_text_and_markdown() -> None:
+    text = run_cli("check", "--symptom", "tools-ignored", env={"COLUMNS": "200"})
+    assert text.returncode == 5, text.stderr
+    assert "CAUSE NOT FOUND" in text.stdout.splitlines()[1] and "No findings" not in text.stdout
+    assert "--config" in text.stdout and "tool-parser-missing" in text.stdout  # the input that decides, and what
+    markdown = run_cli("check", "--symptom", "tools-ignored", "--format", "markdown")
+    assert markdown.returncode == 5
+    assert "### Cause not found" in markdown.stdout and "*possible*" in markdown.stdout
+    assert run_cli("check", "--symptom", "tools-ignored", "--fail-on", "never").returncode == 0
+
+
+def test_no_symptom_and_no_input_is_still_a_usage_error() -> None:
+    result = run_cli("check")
+    assert result.returncode == 2 and "nothing to check" in result.stderr and "--symptom" in result.stderr

@@ -47,7 +47,8 @@ Exit codes: 0 nothing at or above --fail-on (default: warning); 1 findings; 2 us
 still printed, the reason once on stderr; 4 internal error (a bug in llmdoctor: please report it);
 5 a symptom was reported (--symptom, an alert, a log of a failed start) and no known cause matches it: the
 log lines no rule placed are quoted, with the causes still possible and the input that decides each (where
-the run would otherwise exit 0; --fail-on never still exits 0).
+the run would otherwise exit 0; --fail-on never still exits 0). --symptom alone, with no other input, is
+answered so too: that symptom's causes, grouped by the input that decides them.
 """
 
 SNAPSHOT_EPILOG = """\b
@@ -258,10 +259,13 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
                                                         given.gpu)
     inputs = given.inputs(workload)
     inputs.log = _log_input(log_file, given.command_file)
-    if not (endpoint or snapshot_file or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
-                                              inputs.server_info, inputs.nvidia_smi, inputs.log))):
-        raise InputError("nothing to check: pass --endpoint, --snapshot, or offline inputs such as --command "
-                         "and --config (see llmdoctor check --help)")
+    # A reported symptom is an input by itself: with nothing else it gets that symptom's differential (each
+    # possible cause with the one input that decides it, exit 5), never a usage error. Only no symptom and no
+    # input at all is "nothing to check".
+    if not (endpoint or snapshot_file or symptoms or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
+                                                          inputs.server_info, inputs.nvidia_smi, inputs.log))):
+        raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
+                         "and --config, or the --symptom you see (see llmdoctor check --help)")
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
                                  sample_s=live.sample_s, pid=live.pid, snapshot=snapshot_file, offline=inputs,

@@ -314,6 +314,28 @@ def derive_misaligned_chunks(facts: Facts) -> None:
     facts.set("launch.misaligned_chunks", bad, f"derived: sizes not multiples of engine.block_size {block}")
 
 
+@analyzer(reads=("launch.engine", "launch.flags.cuda_graph_bs", "launch.flags.cuda_graph_max_bs",
+                 "launch.flags.cuda_graph_max_bs_decode"),
+          produces=("launch.cuda_graph_max_bs",))
+def derive_cuda_graph_cap(facts: Facts) -> None:
+    """launch.cuda_graph_max_bs: the largest decode batch SGLang captures a CUDA graph for, when the command sets
+    it — the largest of --cuda-graph-bs, else --cuda-graph-max-bs (--cuda-graph-max-bs-decode in newer releases).
+    A batch above it runs eagerly (sglang 0.4.3 cuda_graph_runner.py:259-284 ``can_run``, model_runner.py:784-790);
+    left to the engine, the cap depends on the GPU and is not known here."""
+    if facts.get("launch.engine") != "sglang":
+        return
+    listed = facts.fact("launch.flags.cuda_graph_bs")
+    if listed is not None and isinstance(listed.value, list) and listed.value \
+            and all(isinstance(b, int) for b in listed.value):
+        facts.set("launch.cuda_graph_max_bs", max(listed.value), f"derived: max of {listed.source}")
+        return
+    for key in ("launch.flags.cuda_graph_max_bs", "launch.flags.cuda_graph_max_bs_decode"):
+        given = facts.fact(key)
+        if given is not None and isinstance(given.value, int):
+            facts.set("launch.cuda_graph_max_bs", given.value, f"derived: {given.source}")
+            return
+
+
 @analyzer(reads=("metrics.running", "launch.ep"),
           produces=("metrics.running_per_ep_rank",))
 def derive_ep_load(facts: Facts) -> None:
