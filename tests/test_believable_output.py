@@ -68,6 +68,12 @@ def test_a_refused_probe_is_named_with_its_flag_on_the_first_screen():
     assert done.returncode in (0, 1), done.stderr
     screen = " ".join(done.stdout.split("\n\n")[0].split())
     assert "server ok" in screen and "refused /v1/models (HTTP 401): pass --api-key-env NAME" in screen
+    # What listens here is pytest, not an engine: its options are not read as vLLM flags.
+    assert "unknown-flag" not in done.stdout and "argument-error" not in done.stdout, done.stdout
+    # The server named its engine, not its flags: the next input asked for is the launch command, never
+    # "the inputs given do not say".
+    hint = " ".join(done.stdout.split("most useful next input:", 1)[1].split())
+    assert hint.startswith("pass --command '<the server's launch command>'"), hint
 
 
 def test_gpus_names_its_own_argument_in_errors():

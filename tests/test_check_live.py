@@ -8,12 +8,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED_FIXTURES, requires_shared, run_cli
+from support.fake_launch import launch_argv, launch_env
 from support.httpserver import HTML, JSON, PROM, LocalServer, Response
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
@@ -143,9 +143,9 @@ def test_process_probe_reads_the_real_launch_command_and_hides_the_key() -> None
     finds it by the port, lints its argv (MoE without EP cannot be judged without a config, but the secret
     can), and never prints the key."""
     port = _free_port()
-    argv = [sys.executable, "-m", "support.fake_launch", "--model-path", "Qwen/Qwen3-30B-A3B", "--tp-size", "2",
-            "--api-key", "SECRET-4711-do-not-print", "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    argv = launch_argv("--model-path", "Qwen/Qwen3-30B-A3B", "--tp-size", "2",
+                       "--api-key", "SECRET-4711-do-not-print", "--port", str(port))
+    env = launch_env(dict(os.environ))
     child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 10

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support.fake_launch import launch_argv, launch_env
 
 from doctor.probes import process, procfs
 from doctor.probes.base import ProbeOptions, Target, run_probe
@@ -28,9 +29,9 @@ HF_SECRET = "hf_abcdefghijklmnopqrstuvwx"
 def launched(*flags: str, executable: str = sys.executable, env: dict[str, str] | None = None
              ) -> Iterator[tuple[subprocess.Popen[str], int]]:
     """Start fake_launch with an engine-shaped command line; yield the process and the port it listens on."""
-    argv = [executable, "-m", "tests.support.fake_launch", *flags, "--port", "0"]
+    argv = [executable, *launch_argv(*flags, "--port", "0")[1:]]
     child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                             env={"PATH": os.environ.get("PATH", ""), **(env or {})})
+                             env=launch_env({"PATH": os.environ.get("PATH", ""), **(env or {})}))
     try:
         line = child.stdout.readline() if child.stdout else ""
         assert line.startswith("LISTENING "), f"fake_launch did not start: {line!r}"
@@ -63,7 +64,7 @@ def test_finds_the_server_by_port_and_reads_argv_and_env_without_secrets():
     facts = result.facts
     assert facts.get("process.found") is True and facts.get("process.pid") == child.pid
     argv = facts.get("process.argv")
-    assert argv[1:] == ["-m", "tests.support.fake_launch", "--model-path", "Qwen/Qwen3-8B", "--tp-size", "2",
+    assert argv[1:] == ["-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp-size", "2",
                         "--api-key", "***", "--tool-call-parser", "qwen3_coder", "--port", "0"]
     env = facts.get("process.env")
     assert env == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_HOME": "/cache/hf", "HF_TOKEN": "***", "LMCACHE_CHUNK_SIZE": "256",

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from support.fake_launch import launch_argv, launch_env
 from support.httpserver import JSON, PROM, LocalServer, Response
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
@@ -82,11 +83,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         "/model_info": [JSON, str(SCENARIOS / "sglang_model_info.json")],
         "/metrics": [PROM, str(SCENARIOS / "sglang_dp2_tp4_metrics.prom")]}))
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "FAKE_LAUNCH_ROUTES": str(routes),
+    env = {**launch_env(dict(os.environ)), "FAKE_LAUNCH_ROUTES": str(routes),
            "HF_TOKEN": S["process env HF_TOKEN"], "VLLM_API_KEY": S["process env VLLM_API_KEY"],
            "SGLANG_ADMIN_PASSWORD": S["process env SGLANG_ADMIN_PASSWORD"]}
-    child = subprocess.Popen([sys.executable, "-m", "support.fake_launch", "--model-path", "Qwen/Qwen3-8B",
-                              "--tp-size", "2", "--api-key", S["process argv --api-key"], "--port", str(port)],
+    child = subprocess.Popen(launch_argv("--model-path", "Qwen/Qwen3-8B", "--tp-size", "2",
+                                         "--api-key", S["process argv --api-key"], "--port", str(port)),
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stdout.readline().startswith(b"LISTENING")

@@ -228,7 +228,9 @@ _GIVEN_BY = {
     "metrics": ("metrics.available",),
     "server": ("server.engine",),
     "process": ("process.pid",),
-    "launch": ("launch.engine",),
+    # launch.engine alone is not the command: the server's /version or a log names the engine too, and the
+    # flags are still unread. The catalog release is set only when a launch command was parsed.
+    "launch": ("launch.catalog_version",),
 }
 
 
@@ -246,6 +248,8 @@ def _hint(key: str, facts: Facts) -> str | None:
         return HINTS[key]
     if _given(namespace, facts):
         return None
+    if namespace == "launch" and _given("server", facts):  # the server answered; its command is what is missing
+        return "pass --command '<the server's launch command>', or run check on the server's host (its process)"
     if namespace == "capacity" and _given("fit", facts):  # config and GPU known: only the live server is missing
         return "pass --endpoint of the running server (its measured KV capacity)"
     if namespace == "fit" and (_given("model", facts) or _given("gpu", facts)):  # ask only for the other one

@@ -105,7 +105,9 @@ def unchecked_line(unchecked: list[Unchecked]) -> str:
         for hint in item.hint.split("; "):
             flag = _FLAG.search(hint)
             decides.setdefault(flag.group(0) if flag else hint, (hint, set()))[1].add(item.cause)
-    best, covered = max(decides.values(), key=lambda entry: len(entry[1]))
+    # "the inputs given do not say" is no input to ask for: it leads only when nothing else would decide.
+    asked = {flag: entry for flag, entry in decides.items() if entry[0] != NOT_SAID} or decides
+    best, covered = max(asked.values(), key=lambda entry: len(entry[1]))
     if len(causes) == 1:
         return f"Could not check {causes[0]}: {unchecked[0].reason if best == NOT_SAID else best} (-v: why)"
     share = "all" if len(covered) == len(causes) else f"{len(covered)}"

@@ -317,6 +317,22 @@ def workload_facts(workload: Workload) -> Facts:
     return out
 
 
+def _names_an_engine(argv: list[str]) -> bool:
+    """Whether an observed process's argv starts an engine (``vllm serve``, ``-m sglang.launch_server``, …)."""
+    from doctor.engines.shapes import find_launch
+
+    try:
+        return find_launch(argv).engine is not None
+    except InputError:
+        return False
+
+
+def _program(argv: list[str]) -> str:
+    """The process's program and its first words, for the one line that says why its argv was not read."""
+    words = " ".join(str(word) for word in argv[:3])
+    return words if len(words) <= 60 else words[:57] + "..."
+
+
 # ------------------------------------------------------------------------------------------ all together
 def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     """Every offline input as facts, on top of ``live`` facts (which win: they were observed just now)."""
@@ -333,6 +349,12 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
     if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
         for key in ("server.launch_command", "process.argv", "log.launch_command"):
+            if key == "process.argv" and facts.get(key) and not _names_an_engine(facts.get(key)):
+                # What listens on the port may be a proxy, a gateway or a wrapper script: its own options are
+                # not the engine's flags, and reading them as such makes up unknown flags.
+                facts.error("launch", f"the process listening on the port ({_program(facts.get(key))}) is not a "
+                                      "vLLM or SGLang launch: its command line is not read as engine flags")
+                continue
             if facts.get(key):
                 text, origin = facts.get(key), key
                 version = version or facts.get("server.version") or facts.get("launch.version") or \

@@ -53,25 +53,22 @@ def stopped(pid: int) -> Iterator[None]:
 
 def get(server: Server, path: str, timeout: float = 30) -> dict[str, Any]:
     """Status (None: no answer) and seconds of one GET."""
-    start = time.monotonic()
-    try:
-        with urllib.request.urlopen(server.url + path, timeout=timeout) as resp:
-            status: int | None = resp.status
-    except urllib.error.HTTPError as exc:
-        status = exc.code
-    except OSError:
-        status = None
-    return {"status": status, "s": round(time.monotonic() - start, 2)}
+    return _timed(urllib.request.Request(server.url + path), timeout)
 
 
 def chat(server: Server, model: str, timeout: float = 20, stream: bool = False) -> dict[str, Any]:
+    """Status and seconds of one small chat request, its whole answer read."""
     body = json.dumps({"model": model, "max_tokens": 8, "stream": stream,
                        "messages": [{"role": "user", "content": "What time is it?"}]}).encode()
-    req = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
+    return _timed(urllib.request.Request(server.url + "/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"}), timeout)
+
+
+def _timed(request: urllib.request.Request, timeout: float) -> dict[str, Any]:
+    """One request: its status (None when nothing answered in ``timeout``) and the seconds it took."""
     start = time.monotonic()
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             resp.read()
             status: int | None = resp.status
     except urllib.error.HTTPError as exc:

@@ -10,6 +10,9 @@ dual-stack, as engines do when told ``--host ::``). Once listening it prints
 ``LISTENING <port>`` on stdout (port 0 picks a free one), then serves /health until killed — and, when the
 environment names a routes file (``FAKE_LAUNCH_ROUTES``: JSON ``{path: [content type, file]}``), those files
 too, so one real process can be both the server the HTTP probes read and the process the process probe finds.
+
+Start it as ``python -m sglang.launch_server`` (``launch_argv`` and ``launch_env``): the process probe reads only a
+command line that starts an engine, and tests/support/engine_shim makes that module name run this script.
 """
 
 from __future__ import annotations
@@ -23,6 +26,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _ROUTES: dict[str, list[str]] = {}
+_TESTS = Path(__file__).resolve().parents[1]
+
+
+def launch_argv(*flags: str) -> list[str]:
+    """The stand-in's command line: an SGLang launch, as the process probe will see it in /proc."""
+    return [sys.executable, "-m", "sglang.launch_server", *flags]
+
+
+def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` with PYTHONPATH set so that ``-m sglang.launch_server`` runs this script."""
+    return {**(base or {}), "PYTHONPATH": os.pathsep.join((str(_TESTS / "support" / "engine_shim"), str(_TESTS)))}
 
 
 class _Health(BaseHTTPRequestHandler):
