@@ -368,28 +368,38 @@ def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, log_file
                                   timeout_s=active_timeout_s)
     inputs.update(served_model_inputs(results, recorded))
     snap = build_snapshot(target, results, {"inputs": inputs})
-    write_snapshot(output, snap)
-    capacity = _capacity_pair(output)
+    capacity = _capacity_pair(snap)
     if capacity is not None:  # the pair `calibrate add` keeps, as this run measured and computed it
         snap["extra"]["capacity"] = capacity
-        write_snapshot(output, snap)
+    write_snapshot(output, snap)
     ok = ", ".join(f"{r.name} {'ok' if r.ok else 'failed'}" for r in results)
     emit(f"wrote {output} ({ok}); replay with: llmdoctor check --snapshot {output}" +
          (f"\n{_capacity_line(capacity, output)}" if capacity else ""))
     return 0
 
 
-def _capacity_pair(snapshot_file: str) -> dict[str, Any] | None:
-    """The measured and computed KV capacity of a snapshot just written (replayed as `check` reads it), and
-    whether it calibrates the memory model (doctor/model/calibration.py); None when nothing was measured."""
+def _capacity_pair(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """The measured and computed KV capacity of a snapshot about to be written (replayed as `check` reads it, from
+    a private copy: the output may be /dev/null or a pipe), and whether it calibrates the memory model
+    (doctor/model/calibration.py); None when nothing was measured."""
+    import tempfile
+    from pathlib import Path
+
     from doctor.commands.check import CheckOptions, run_check
     from doctor.model.calibration import measured_fact, run_from_facts
+    from doctor.sources.snapshot import write_snapshot
 
-    facts = run_check(CheckOptions(snapshot=snapshot_file)).facts
+    with tempfile.TemporaryDirectory(prefix="llmdoctor-snapshot-") as scratch:
+        copy = str(Path(scratch) / "snapshot.json")
+        try:
+            write_snapshot(copy, snap)
+        except InputError:  # no room for the copy: the real write below says why, naming the user's file
+            return None
+        facts = run_check(CheckOptions(snapshot=copy)).facts
     measured = measured_fact(facts)
     if measured is None:
         return None
-    verdict = run_from_facts(facts, snapshot_file)
+    verdict = run_from_facts(facts, "this snapshot")
     return {"measured_tokens": measured.value, "measured_source": measured.source,
             "expected_tokens": facts.get("capacity.expected_tokens"),
             "calibrates": True if not isinstance(verdict, str) else verdict}
