@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from doctor.probes.gpu import gpu_probe_facts, read_nvidia_smi
 
@@ -19,8 +20,7 @@ NVML = ROOT / "fixtures" / "nvml"
 
 
 def _check(*args: str) -> dict:
-    result = subprocess.run([sys.executable, "-m", "doctor", "check", *args, "--format", "json"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_cli("check", *args, "--format", "json", timeout=120)
     assert result.returncode in (0, 1), result.stderr
     return json.loads(result.stdout)
 

@@ -6,11 +6,10 @@ consistency with NVIDIA's action buckets."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from doctor.hardware import gpu_health, xid
 from doctor.probes.gpu import gpu_probe_facts, read_nvidia_smi
@@ -21,8 +20,7 @@ NVML = ROOT / "fixtures" / "nvml"
 
 
 def _check(*args: str) -> dict:
-    result = subprocess.run([sys.executable, "-m", "doctor", "check", *args, "--format", "json"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_cli("check", *args, "--format", "json", timeout=120)
     assert result.returncode in (0, 1), result.stderr
     return json.loads(result.stdout)
 
