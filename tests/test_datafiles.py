@@ -79,6 +79,10 @@ def test_valid_data_given_is_ok() -> None:
 ONE_FIELD_BROKEN = [
     ("engines/families.yaml", "    reasoning: true", "    reasonning: true", "did you mean 'reasoning'?"),
     ("engines/families.yaml", 'since: "0.4.9.post3"}]', 'since: "0.5.0"}]', "since 0.4.9.post4 does not follow 0.5.0"),
+    ("engines/families.yaml", "{by: names, fact: model.name, op: matches, rank: longest_match",
+     "{by: names, fact: model.nmae, op: matches, rank: longest_match", "did you mean 'model.name'"),
+    ("engines/families.yaml", "{by: names, fact: model.name, op: matches, rank: longest_match",
+     "{by: names, fact: model.name, op: matches, rank: longest", "'longest' is not one of"),
     ("probes/server_fields.yaml", "{fact: launch.tp, field: tp_size}", "{fact: launch.tp, feild: tp_size}",
      "did you mean 'field'?"),
     ("probes/server_fields.yaml", "as: {op: is_false}", "as: {op: not}", "'not' is not one of"),

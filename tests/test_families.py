@@ -324,6 +324,12 @@ def _write(tmp_path: Path, body: str) -> str:
 
 # A scenario table (not real data): one valid family to be broken one field at a time.
 SCENARIO = """\
+matching:
+  tiers:
+    - {by: names, fact: model.name, op: matches, rank: longest_match, says: "name {matched!r} in {name!r}"}
+    - {by: model_types, fact: model.model_type, op: eq, says: "config.json:model_type {value}"}
+  variants: {by: names, fact: model.name, op: matches}
+  alternatives: {by: also_model_types, fact: model.model_type, op: eq}
 families:
   - id: scenario
     title: Scenario family (test data, not a real model)
@@ -358,6 +364,9 @@ def test_scenario_table_loads(tmp_path):
     (SCENARIO.replace("reasoning: false", "reasoning: maybe"), "reasoning"),
     (SCENARIO + SCENARIO.split("families:\n", 1)[1], "id"),
     ("families: {}\n", "families"),
+    (SCENARIO.replace("rank: longest_match", "rank: longest"), "matching.tiers[0]"),
+    (SCENARIO.replace("by: model_types", "by: model_type"), "matching.tiers[1]"),
+    (SCENARIO.split("families:\n", 1)[1].join(["families:\n", ""]), "matching.tiers"),
     ("families: [\n", "not valid YAML"),
 ])
 def test_broken_table_names_file_and_field(tmp_path, broken, field):

@@ -9,7 +9,9 @@
 Matching is most-specific-first (the seed's "New Model Diagnosis Procedure", step 4): the repo id or
 directory name decides when it names a family (``Qwen3-Coder`` is not generic Qwen3 although both are
 ``qwen3_moe``), then ``architectures``, then ``model_type``. Config-only matches say which sibling families
-share that model_type, because GLM-4.5 and GLM-4.7 (``glm4_moe``) need different tool parsers.
+share that model_type, because GLM-4.5 and GLM-4.7 (``glm4_moe``) need different tool parsers. That order, and
+"the longest name match wins", are data (the table's ``matching`` tiers), and every test is a condition run by
+the playbooks' evaluator (doctor/playbook/conditions.py): this module has no matcher of its own.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _LABEL = "families.yaml"
 _FAMILY_KEYS = {"id", "title", "extends", "match", "reasoning", "thinking_toggle", "thinking_default",
                 "vllm", "sglang", "sources", "notes", "variants"}
 _MATCH_KEYS = {"names", "model_types", "architectures", "also_model_types"}
+_TIER_KEYS = {"by", "fact", "op", "rank", "says", "alternatives"}
 _VARIANT_KEYS = {"id", "names", "reasoning", "thinking_toggle", "thinking_default", "vllm", "sglang",
                  "sources", "notes"}
 _SPEC_KEYS = {"name", "since", "registered", "since_why", "why", "earlier", "also"}
@@ -145,9 +148,9 @@ class Family:
 
 # -- loading and validation -----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4)
-def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
-    """The validated raw entries of ``families.yaml`` (``extends`` resolved), in file order; the shipped table
-    is kept parsed between runs (doctor.datacache)."""
+def _table(path: str | None = None) -> dict[str, Any]:
+    """The validated ``matching`` section and raw entries (``extends`` resolved) of ``families.yaml``; the
+    shipped table is kept parsed between runs (doctor.datacache)."""
     if path:
         return _load_families(Path(path))
     from doctor.datacache import cached
@@ -155,13 +158,19 @@ def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
     return cached("engines.families", [DATA_FILE, Path(__file__)], lambda: _load_families(DATA_FILE))
 
 
-def _load_families(file: Path) -> tuple[dict[str, Any], ...]:
+def load_families(path: str | None = None) -> tuple[dict[str, Any], ...]:
+    """The validated raw entries of ``families.yaml`` (``extends`` resolved), in file order."""
+    return _table(path)["families"]
+
+
+def _load_families(file: Path) -> dict[str, Any]:
     from doctor.yamlsafe import parse_packaged
 
     label = file.name
     data = parse_packaged(file, label)
     if not isinstance(data, dict) or not isinstance(data.get("families"), list):
         raise InputError(f"{label}: families: missing or not a list")
+    matching = _check_matching(data.get("matching"), label)
     raw = data["families"]
     by_id: dict[str, dict[str, Any]] = {}
     for index, entry in enumerate(raw):
@@ -176,7 +185,26 @@ def _load_families(file: Path) -> tuple[dict[str, Any], ...]:
         by_id[entry["id"]] = entry
     resolved = tuple(_resolve(by_id, entry["id"], label, ()) for entry in raw)
     _validate(resolved, label)
-    return resolved
+    return {"matching": matching, "families": resolved}
+
+
+def _check_matching(matching: Any, label: str) -> dict[str, Any]:
+    """The ``matching`` section: tiers in precedence order, the variants' test and the siblings' test, each a
+    condition's fact and op (the value being each item of the family's list named by ``by``) and a rank."""
+    from doctor.playbook.conditions import RANKS
+    from doctor.playbook.schema import VALUE_OPS
+
+    if not isinstance(matching, dict) or not isinstance(matching.get("tiers"), list) or not matching["tiers"]:
+        raise InputError(f"{label}: matching.tiers: missing or not a list")
+    tests = [(f"tiers[{i}]", t) for i, t in enumerate(matching["tiers"])]
+    tests += [(key, matching.get(key)) for key in ("variants", "alternatives")]
+    for where, test in tests:
+        if (not isinstance(test, dict) or set(test) - _TIER_KEYS or test.get("by") not in _MATCH_KEYS
+                or not isinstance(test.get("fact"), str) or test.get("op") not in VALUE_OPS
+                or test.get("rank", "first") not in RANKS):
+            raise InputError(f"{label}: matching.{where}: needs by (one of {', '.join(sorted(_MATCH_KEYS))}), "
+                             f"fact, op and a rank of {', '.join(RANKS)}")
+    return matching
 
 
 def _resolve(by_id: dict[str, dict[str, Any]], fid: str, label: str, seen: tuple[str, ...]) -> dict[str, Any]:
@@ -354,63 +382,80 @@ def _name_candidates(name: str) -> list[str]:
     return [parts[-1], "/".join(parts)] if len(parts) > 1 else [parts[-1]]
 
 
-def _best_name_match(entries: tuple[dict[str, Any], ...], text: str) -> tuple[dict[str, Any], str] | None:
-    """The family whose name pattern matches the longest stretch of ``text`` (file order breaks ties)."""
-    best: tuple[int, dict[str, Any], str] | None = None
-    for entry in entries:
-        for pattern in (entry.get("match") or {}).get("names") or []:
-            found = _compile(pattern, entry["id"]).search(text)
-            if found and (best is None or len(found.group(0)) > best[0]):
-                best = (len(found.group(0)), entry, found.group(0))
-    return None if best is None else (best[1], best[2])
+def _condition(test: dict[str, Any], items: Any) -> dict[str, Any] | None:
+    """A family's ``match`` list (or a variant's ``names``) as one condition: any item, tested by ``test``'s
+    op on its fact; None for an empty list. Name patterns are case-insensitive."""
+    if not items:
+        return None
+    values = [f"(?i){item}" if test["op"] == "matches" else item for item in items]
+    return {"any": [{"fact": test["fact"], "op": test["op"], "value": value} for value in values]}
 
 
-def _variant_for(entry: dict[str, Any], text: str) -> dict[str, Any] | None:
-    for variant in entry.get("variants") or []:
-        if any(_compile(p, entry["id"]).search(text) for p in variant["names"]):
-            return variant
-    return None
+@functools.lru_cache(maxsize=4)
+def _conditions(path: str | None) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any] | None]]], ...]:
+    """Per tier, in precedence order: (the tier, each family's condition in file order); then the variants'
+    conditions per family and the siblings' conditions, as two more (test, conditions) pairs."""
+    table = _table(path)
+    entries, matching = table["families"], table["matching"]
+    tiers = [(tier, [_condition(tier, (e.get("match") or {}).get(tier["by"])) for e in entries])
+             for tier in matching["tiers"]]
+    alternatives = matching["alternatives"]
+    return (tiers, [[_condition(matching["variants"], v.get(matching["variants"]["by"]))
+                     for v in e.get("variants") or []] for e in entries],
+            [(alternatives, [_condition(alternatives, (e.get("match") or {}).get(alternatives["by"]))
+                             for e in entries])])
+
+
+def _values(tier: dict[str, Any], name: str | None, architectures: Any, model_type: str | None) -> list[str]:
+    """The values of the tier's fact to try, best first."""
+    if tier["by"] == "names":
+        return _name_candidates(name) if isinstance(name, str) and name.strip() else []
+    if tier["by"] == "architectures":
+        archs = [architectures] if isinstance(architectures, str) else architectures
+        return [a for a in archs if isinstance(a, str)] if isinstance(archs, (list, tuple)) else []
+    return [model_type] if isinstance(model_type, str) and model_type else []
+
+
+def _subject(fact: str, value: str) -> Facts:
+    facts = Facts()
+    facts.set(fact, value, "the model being matched")
+    return facts
 
 
 def match_family(*, architectures: list[str] | None, model_type: str | None, name: str | None,
                  path: str | None = None) -> Family | None:
     """The family of a model, most specific evidence first: the repo id / directory name, then
-    ``architectures``, then ``model_type``. None when nothing in the table fits.
+    ``architectures``, then ``model_type`` (the table's ``matching`` tiers). None when nothing in the table fits.
 
     ``Qwen/Qwen3-Coder-480B-A35B-Instruct`` → qwen3-coder (although its model_type is the generic
     ``qwen3_moe``); ``nvidia/GLM-5.2-NVFP4`` → glm-5. The returned family's ``matched_by`` says what decided,
     and ``alternatives`` lists the sibling families a config-only match cannot tell apart.
     """
+    from doctor.playbook.conditions import best_holding
+
     entries = load_families(path)
-    if isinstance(name, str) and name.strip():
-        for text in _name_candidates(name):
-            hit = _best_name_match(entries, text)
-            if hit is not None:
-                entry, matched = hit
-                variant = _variant_for(entry, text)
-                how = f"name {matched!r} in {redact_text(name)!r}"
-                if variant is not None:
-                    how += f" (variant {variant['id']})"
-                return replace(_build(entry, variant), matched_by=how)
-    archs = [architectures] if isinstance(architectures, str) else architectures
-    for arch in archs if isinstance(archs, (list, tuple)) else []:
-        for entry in entries:
-            if isinstance(arch, str) and arch in ((entry.get("match") or {}).get("architectures") or []):
-                return _config_match(entries, entry, f"config.json:architectures {arch}", model_type)
-    if isinstance(model_type, str) and model_type:
-        for entry in entries:
-            if model_type in ((entry.get("match") or {}).get("model_types") or []):
-                return _config_match(entries, entry, f"config.json:model_type {model_type}", model_type)
+    tiers, variants, [(sibling_test, siblings)] = _conditions(path)
+    for tier, conditions in tiers:
+        for value in _values(tier, name, architectures, model_type):
+            facts = _subject(tier["fact"], value)
+            hit = best_holding(conditions, facts, tier.get("rank", "first"))
+            if hit is None:
+                continue
+            index, outcome = hit
+            variant_hit = best_holding(variants[index], facts, "first") if variants[index] else None
+            variant = entries[index]["variants"][variant_hit[0]] if variant_hit else None
+            how = tier["says"].format(matched=outcome.matched, name=redact_text(name or ""), value=value)
+            if variant is not None:
+                how += f" (variant {variant['id']})"
+            others: tuple[str, ...] = ()
+            if tier.get("alternatives") and isinstance(model_type, str):
+                kin = _subject(sibling_test["fact"], model_type)
+                others = tuple(e["id"] for e, cond in zip(entries, siblings, strict=True)
+                               if cond is not None and best_holding([cond], kin, "first"))
+                if others:
+                    how += f" (shared with {', '.join(others)}: only the repo name tells them apart)"
+            return replace(_build(entries[index], variant), matched_by=how, alternatives=others)
     return None
-
-
-def _config_match(entries: tuple[dict[str, Any], ...], entry: dict[str, Any], how: str,
-                  model_type: str | None) -> Family:
-    siblings = tuple(e["id"] for e in entries if isinstance(model_type, str) and model_type in
-                     ((e.get("match") or {}).get("also_model_types") or []))
-    if siblings:
-        how += f" (shared with {', '.join(siblings)}: only the repo name tells them apart)"
-    return replace(_build(entry), matched_by=how, alternatives=siblings)
 
 
 # -- facts ------------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ This is the one condition language of the project's data: the symptom trees, the
 semantics (doctor/engines/semantics.yaml, where a case applies only when its condition is true — unknown does
 not apply), the ``as:`` of the server_info field table (doctor/probes/server_fields.yaml), and the release
 rules (a rule ``since`` a release holds until the next rule's ``since``: :func:`release_spans` says so as
-conditions, :func:`newest_holding` picks the rule). ``set`` means one thing everywhere: known, and neither null
-nor false (docs/playbooks.md).
+conditions, :func:`newest_holding` picks the rule) and the model-family table's matching (each family's ``match``
+lists are conditions, and precedence among the families whose condition holds is data, a ``rank``:
+:func:`best_holding`). ``set`` means one thing everywhere: known, and neither null nor false (docs/playbooks.md).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class Outcome:
     support: list[Evidence] = field(default_factory=list)
     #: fact keys whose absence made the result unknown
     missing: list[str] = field(default_factory=list)
+    #: the longest stretch a true ``matches`` test matched (what the ``longest_match`` rank compares)
+    matched: str = ""
 
 
 def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
@@ -50,12 +53,12 @@ def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
             parts.append(outcome)
         if any(p.value is None for p in parts):
             return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
-        return Outcome(True, support=_flatten(p.support for p in parts))
+        return Outcome(True, support=_flatten(p.support for p in parts), matched=_longest(parts))
     if "any" in cond:
         parts = [evaluate(c, facts) for c in cond["any"]]
         true_parts = [p for p in parts if p.value is True]
         if true_parts:
-            return Outcome(True, support=_flatten(p.support for p in true_parts))
+            return Outcome(True, support=_flatten(p.support for p in true_parts), matched=_longest(true_parts))
         if any(p.value is None for p in parts):
             return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
         return Outcome(False)
@@ -90,6 +93,36 @@ def newest_holding(conditions: list[dict[str, Any]], facts: Facts) -> int | None
         if evaluate(conditions[index], facts).value is not False:
             return index
     return None
+
+
+#: How :func:`best_holding` ranks the conditions that hold: the first in the data's order, or the one whose
+#: ``matches`` test matched the longest stretch of its fact (the data's order breaks ties).
+RANKS = ("first", "longest_match")
+
+
+def best_holding(conditions: list[dict[str, Any] | None], facts: Facts, rank: str) -> tuple[int, Outcome] | None:
+    """The index and outcome of the true condition that ``rank`` puts first (a None condition never holds),
+    or None when no condition is true: precedence among rules as data, not as a matcher of its own."""
+    best: tuple[int, Outcome] | None = None
+    for index, cond in enumerate(conditions):
+        if cond is None:
+            continue
+        outcome = evaluate(cond, facts)
+        if outcome.value is not True:
+            continue
+        if rank == "first":
+            return index, outcome
+        if best is None or len(outcome.matched) > len(best[1].matched):
+            best = (index, outcome)
+    return best
+
+
+def _longest(parts: list[Outcome]) -> str:
+    longest = ""
+    for part in parts:
+        if len(part.matched) > len(longest):
+            longest = part.matched
+    return longest
 
 
 def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
@@ -130,6 +163,8 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
     if ok is None:
         return Outcome(False)
     outcome = _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
+    if ok and op == "matches":
+        outcome.matched = re.search(expected, value).group(0)  # type: ignore[union-attr] - it matched just now
     if ok and ref is not None:  # the fact compared against is evidence too, with its own source
         outcome.support.append(Evidence(ref.key, ref.value, ref.source, f"(compared with {key})", ref.observed))
     return outcome

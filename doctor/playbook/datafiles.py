@@ -197,6 +197,8 @@ def _condition_errors(obj: Any, location: list[Any], where: Any) -> list[str]:
     """Under every condition: each fact named is registered, and each comparison has its value."""
     out: list[str] = []
     if isinstance(obj, dict):
+        if isinstance(obj.get("fact"), str) and "op" in obj:  # a test whose values come from elsewhere (families.yaml)
+            out += [f"{where([*location, 'fact'])}: {message}" for message in _unknown_fact(obj["fact"])]
         for key, value in obj.items():
             if key in _CONDITION_KEYS and isinstance(value, dict):
                 out += [f"{where([*location, key, *at])}: {message}" for at, message in _leaf_errors(value, [])]
@@ -209,20 +211,23 @@ def _condition_errors(obj: Any, location: list[Any], where: Any) -> list[str]:
 
 
 def _leaf_errors(cond: dict[str, Any], at: list[Any]) -> list[tuple[list[Any], str]]:
-    from doctor.playbook.loader import load_playbooks
-
     for key in ("all", "any"):
         if key in cond:
             return [e for i, sub in enumerate(cond[key]) for e in _leaf_errors(sub, [*at, key, i])]
     if "not" in cond:
         return _leaf_errors(cond["not"], [*at, "not"])
-    out = []
-    unknown = "fact" in cond and load_playbooks().registry.unknown(cond["fact"])
-    if unknown:
-        out.append(([*at, "fact"], unknown))
+    out = [([*at, "fact"], message) for message in _unknown_fact(cond["fact"])] if "fact" in cond else []
     if cond["op"] in VALUE_OPS and "value" not in cond and "ref" not in cond:
         out.append(([*at, "op"], f"op '{cond['op']}' needs a 'value' or a 'ref'"))
     return out
+
+
+def _unknown_fact(key: str) -> list[str]:
+    """The registry's error for a fact name it does not know (with its did-you-mean), or none."""
+    from doctor.playbook.loader import load_playbooks
+
+    unknown = load_playbooks().registry.unknown(key)
+    return [unknown] if unknown else []
 
 
 def _order_errors(obj: Any, location: list[Any], where: Any) -> list[str]:
