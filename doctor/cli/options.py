@@ -19,7 +19,8 @@ Decorator = Callable[[F], F]
 def option_group(name: str, build: Callable[..., Any], options: list[Callable[[Any], Any]]) -> Decorator:
     """Add ``options`` to a click command, in this order, and hand the command ``name=build(**their values)``
     in place of one argument per flag. Flag names, defaults, help and order are the options' own, so --help
-    reads as if they were declared one by one."""
+    reads as if they were declared one by one. An option wrapped in :func:`beside` keeps its place in --help
+    but reaches the command as its own argument (``report``'s output flags sit among its query flags)."""
     def decorate(f: F) -> F:
         names: list[str] = []  # the group's parameter names, known once its options are hung on the command
 
@@ -29,14 +30,32 @@ def option_group(name: str, build: Callable[..., Any], options: list[Callable[[A
             return f(*args, **kwargs)
 
         params = command.__dict__["__click_params__"] = list(getattr(f, "__click_params__", []))
-        before = len(params)
         decorated: Any = command
         for option in reversed(options):
+            before = len(params)
             decorated = option(decorated)
-        names.extend(param.name for param in decorated.__click_params__[before:])
+            if not isinstance(option, _Beside):
+                names.extend(param.name for param in decorated.__click_params__[before:])
         return decorated
 
     return decorate
+
+
+class _Beside:
+    """An option of :func:`beside`: hung on the command like any other, not part of the group's object."""
+
+    __slots__ = ("option",)
+
+    def __init__(self, option: Callable[[Any], Any]) -> None:
+        self.option = option
+
+    def __call__(self, f: Any) -> Any:
+        return self.option(f)
+
+
+def beside(option: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``option`` in an :func:`option_group`'s list for its place in --help only: the command gets its value."""
+    return _Beside(option)
 
 
 def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

@@ -3,12 +3,21 @@ and whether it runs on this hardware (docs/plan.md)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.manifest_opt import manifest_option
-from doctor.cli.options import _tokens, offline_option  # _tokens: the --context parser every command shares
+from doctor.cli.options import (  # _tokens: the --context parser all share
+    _tokens,
+    offline_option,
+    option_group,
+)
 from doctor.errors import EXIT_FINDINGS, InputError
+
+if TYPE_CHECKING:
+    from doctor.plan.request import PlanRequest
 
 EPILOG = """\b
 Examples:
@@ -29,38 +38,62 @@ LATENCY = ("strict", "balanced", "relaxed")
 WEIGHT_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4", "mxfp4")
 
 
+def _request(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None, context: int | None,
+             users: int | None, rps: float | None, request_seconds: float | None, latency: str | None, engine: str,
+             engine_version: str | None, weights_dtype: str, model_path: str | None, text_only: bool,
+             offline: bool) -> PlanRequest:
+    """The flags as the planner takes them: one ``PlanRequest`` (a --manifest's GPUs, engine and version filled
+    in where the flags leave them)."""
+    from doctor.plan.request import ENGINES, PlanRequest
+
+    if manifest:
+        gpu, engine, engine_version = _from_manifest(manifest, gpu, engine, engine_version)
+    if not gpu:
+        raise InputError("--gpu NAME[:COUNT] is required (or a --manifest whose pods name the GPU product)")
+    return PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
+                       request_seconds=request_seconds, latency=latency,
+                       engines=ENGINES if engine == "both" else (engine,), engine_version=engine_version,
+                       weights_dtype=weights_dtype, model_path=model_path, text_only=text_only, offline=offline,
+                       gpu_mem=gpu_mem)
+
+
+#: CONFIG, --gpu … --offline: what to plan for (a ``PlanRequest``)
+request_options = option_group("request", _request, [
+    click.argument("config", metavar="CONFIG"),
+    click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300' (required unless "
+                                                      "--manifest names them)."),
+    click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                   "RTX 4090) and is required for a GPU the catalog lacks."),
+    manifest_option,
+    click.option("--context", callback=_tokens, metavar="N",
+                 help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k."),
+    click.option("--users", type=int, metavar="N", help="Concurrent requests to serve."),
+    click.option("--rps", type=float, metavar="N",
+                 help="Requests per second instead of --users (turned into concurrency with Little's law)."),
+    click.option("--request-seconds", type=float, metavar="S",
+                 help="With --rps: how long a request stays in the server (default: an assumed 20 s)."),
+    click.option("--latency", type=click.Choice(LATENCY), default=None,
+                 help="strict: larger TP; relaxed: smaller TP, more replicas; default balanced (TP2 replicas)."),
+    click.option("--engine", "engine", type=click.Choice(("vllm", "sglang", "both")), default="both",
+                 show_default=True),
+    click.option("--engine-version", metavar="V", help="Engine version to plan for (with --engine vllm|sglang; "
+                                                       "default: the newest catalog)."),
+    click.option("--weights-dtype", type=click.Choice(WEIGHT_DTYPES), default="auto", show_default=True,
+                 help="Weights to size for: the checkpoint's own (auto), or fp8 (quantized while loading a 16-bit "
+                      "checkpoint), or another checkpoint's format (name it with --model-path)."),
+    click.option("--model-path", metavar="PATH|REPO",
+                 help="What the command loads (default: CONFIG's repo or directory)."),
+    click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models)."),
+    offline_option,
+])
+
+
 @click.command("plan", epilog=EPILOG)
-@click.argument("config", metavar="CONFIG")
-@click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs to serve on, e.g. H200:8, '8x B300' (required unless "
-                                                   "--manifest names them).")
-@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
-                                                "RTX 4090) and is required for a GPU the catalog lacks.")
-@manifest_option
-@click.option("--context", callback=_tokens, metavar="N",
-              help="Tokens per request (prompt + output): 32768, 32k, 1M. Default 32k.")
-@click.option("--users", type=int, metavar="N", help="Concurrent requests to serve.")
-@click.option("--rps", type=float, metavar="N",
-              help="Requests per second instead of --users (turned into concurrency with Little's law).")
-@click.option("--request-seconds", type=float, metavar="S",
-              help="With --rps: how long a request stays in the server (default: an assumed 20 s).")
-@click.option("--latency", type=click.Choice(LATENCY), default=None,
-              help="strict: larger TP; relaxed: smaller TP, more replicas; default balanced (TP2 replicas).")
-@click.option("--engine", "engine", type=click.Choice(("vllm", "sglang", "both")), default="both", show_default=True)
-@click.option("--engine-version", metavar="V", help="Engine version to plan for (with --engine vllm|sglang; "
-                                                    "default: the newest catalog).")
-@click.option("--weights-dtype", type=click.Choice(WEIGHT_DTYPES), default="auto", show_default=True,
-              help="Weights to size for: the checkpoint's own (auto), or fp8 (quantized while loading a 16-bit "
-                   "checkpoint), or another checkpoint's format (name it with --model-path).")
-@click.option("--model-path", metavar="PATH|REPO", help="What the command loads (default: CONFIG's repo or directory).")
-@click.option("--text-only", is_flag=True, help="No images or video will be sent (multimodal models).")
-@offline_option
+@request_options
 @format_option("text", "json", "markdown")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Also show why each flag is set, the notes, what is left to the engine and every finding in full.")
-def plan(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None, context: int | None,
-         users: int | None, rps: float | None,
-         request_seconds: float | None, latency: str | None, engine: str, engine_version: str | None,
-         weights_dtype: str, model_path: str | None, text_only: bool, offline: bool, fmt: str, fail_on: str, verbose: bool) -> int:
+def plan(request: PlanRequest, fmt: str, fail_on: str, verbose: bool) -> int:
     """Derive a serving design for CONFIG on these GPUs: weights and KV per GPU, how many users of the context
     fit (bf16 / fp8 / nvfp4 KV), TP/EP/DP-attention/replicas with the reasoning, the flags to set and the ones
     to leave to the engine, and a launch command per engine — checked by the same playbooks as `lint`.
@@ -69,17 +102,7 @@ def plan(config: str, gpu: str | None, gpu_mem: str | None, manifest: str | None
     --offline: config and safetensors headers only), or example:NAME for a bundled scenario.
     """
     from doctor.plan.planner import make_plan
-    from doctor.plan.request import ENGINES, PlanRequest
 
-    if manifest:
-        gpu, engine, engine_version = _from_manifest(manifest, gpu, engine, engine_version)
-    if not gpu:
-        raise InputError("--gpu NAME[:COUNT] is required (or a --manifest whose pods name the GPU product)")
-    engines = ENGINES if engine == "both" else (engine,)
-    request = PlanRequest(config=config, gpu=gpu, context=context, users=users, rps=rps,
-                          request_seconds=request_seconds, latency=latency, engines=engines,
-                          engine_version=engine_version, weights_dtype=weights_dtype, model_path=model_path,
-                          text_only=text_only, offline=offline, gpu_mem=gpu_mem)
     result = make_plan(request)
     from doctor.render.plan import plan_markdown, plan_text
 

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
 
 from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.options import beside, option_group
 from doctor.errors import InputError
+
+if TYPE_CHECKING:
+    from doctor.report.pipeline import ReportOptions
 
 _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
              ".txt": "text"}
@@ -30,52 +35,62 @@ Prometheus.
 """
 
 
+def _report_options(**values: object) -> ReportOptions:
+    from doctor.report.pipeline import ReportOptions  # lazy: --help and the fast path never build one
+
+    return ReportOptions(**values)  # type: ignore[arg-type] - click typed each value
+
+
+#: --prometheus … --recorded: what to ask Prometheus, over which window (a ``ReportOptions``); -o, --format,
+#: --fail-on, --indent and --progress sit among them in --help but say how to show the answer
+report_options = option_group("options", _report_options, [
+    click.option("--prometheus", required=True, metavar="URL", help="Prometheus base URL (http://host:9090)."),
+    click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d)."),
+    click.option("--until", default=None, metavar="TIME",
+                 help="End of the window: unix seconds or ISO 8601 (default: now)."),
+    click.option("--step", default="60s", show_default=True,
+                 help="Resolution of the KV slope's subquery; charts use it or about 360 points, whichever is "
+                      "coarser."),
+    click.option("--trend", default="15m", show_default=True,
+                 help="Window of the KV slope behind time-to-full (at most the window)."),
+    click.option("--selector", default="", metavar="'{job=\"llm\"}'",
+                 help="Label matchers for the engines' series (and their `up`)."),
+    click.option("--targets", type=click.Path(dir_okay=False), default=None,
+                 help="The `check --targets` file: instances to check live, with command/config/gpu hints."),
+    click.option("--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
+                 help="Also run the playbooks in DIR (repeatable)."),
+    beside(click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                        help="Write the report here (format from the suffix: .html, .md, .json, .txt).")),
+    beside(format_option("text", "json", "markdown", "html", default=None)),
+    beside(fail_on_option),
+    click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
+                 help="Seconds each Prometheus query may take."),
+    beside(click.option("--indent", type=click.IntRange(0, 8), default=None, metavar="N",
+                        help="Indent JSON by N spaces, 0 for none (default: 1 up to 100 instances, none above: a "
+                             "large report is written compact, as it is produced).")),
+    beside(click.option("--progress/--no-progress", default=None,
+                        help="Show each query on stderr (default: only when stderr is a terminal).")),
+    click.option("--recorded/--no-recorded", default=True, show_default=True,
+                 help="Read the fleet-wide facts the store records (llmdoctor rules --report) where it holds them "
+                      "for this very window and selector; --no-recorded asks every query itself."),
+])
+
+
 @click.command("report", epilog=EPILOG)
-@click.option("--prometheus", required=True, metavar="URL", help="Prometheus base URL (http://host:9090).")
-@click.option("--since", default="24h", show_default=True, help="Window the report covers (30m, 24h, 7d).")
-@click.option("--until", default=None, metavar="TIME",
-              help="End of the window: unix seconds or ISO 8601 (default: now).")
-@click.option("--step", default="60s", show_default=True,
-              help="Resolution of the KV slope's subquery; charts use it or about 360 points, whichever is coarser.")
-@click.option("--trend", default="15m", show_default=True,
-              help="Window of the KV slope behind time-to-full (at most the window).")
-@click.option("--selector", default="", metavar="'{job=\"llm\"}'",
-              help="Label matchers for the engines' series (and their `up`).")
-@click.option("--targets", type=click.Path(dir_okay=False), default=None,
-              help="The `check --targets` file: instances to check live, with command/config/gpu hints.")
-@click.option("--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
-              help="Also run the playbooks in DIR (repeatable).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report here (format from the suffix: .html, .md, .json, .txt).")
-@format_option("text", "json", "markdown", "html", default=None)
-@fail_on_option
-@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
-              help="Seconds each Prometheus query may take.")
-@click.option("--indent", type=click.IntRange(0, 8), default=None, metavar="N",
-              help="Indent JSON by N spaces, 0 for none (default: 1 up to 100 instances, none above: a large "
-                   "report is written compact, as it is produced).")
-@click.option("--progress/--no-progress", default=None,
-              help="Show each query on stderr (default: only when stderr is a terminal).")
-@click.option("--recorded/--no-recorded", default=True, show_default=True,
-              help="Read the fleet-wide facts the store records (llmdoctor rules --report) where it holds them "
-                   "for this very window and selector; --no-recorded asks every query itself.")
-def report(prometheus: str, since: str, until: str | None, step: str, trend: str, selector: str,
-           targets: str | None, playbook_dirs: tuple[str, ...], output: str | None, fmt: str | None, fail_on: str,
-           timeout_s: float, indent: int | None, progress: bool | None, recorded: bool) -> int:
+@report_options
+def report(options: ReportOptions, output: str | None, fmt: str | None, fail_on: str, indent: int | None,
+           progress: bool | None) -> int:
     """Diagnose every vLLM/SGLang instance Prometheus has seen over the window.
 
     PromQL does the heavy lifting on the server (quantile_over_time, rate, deriv, histogram_quantile), one
     query per fact for the whole fleet; the playbooks then run per instance on those facts, and the findings
     are ranked across the fleet. HTML is self-contained (inline SVG charts, opens offline).
     """
-    from doctor.report.pipeline import ReportOptions, run
+    from doctor.report.pipeline import run
 
     fmt = _format(fmt, output)
     show = progress if progress is not None else sys.stderr.isatty()
-    doc, findings = run(ReportOptions(prometheus=prometheus, since=since, step=step, trend=trend, selector=selector,
-                                      until=until, targets=targets, playbook_dirs=playbook_dirs, timeout_s=timeout_s,
-                                      recorded=recorded),
-                        progress=_progress if show else None, waiting=None if show else _waiting)
+    doc, findings = run(options, progress=_progress if show else None, waiting=None if show else _waiting)
     if show and sys.stderr.isatty():
         click.echo("", err=True)
     if output:
