@@ -685,3 +685,52 @@ def test_matched_by_redacts_a_credential_in_the_name():
     found = fam.match_family(architectures=None, model_type=None,
                              name="https://user:hf_abcdefghijklmnopqrstuvwxyz@host/models/Qwen3-8B")
     assert found.id == "qwen3" and "hf_abc" not in found.matched_by and "***" in found.matched_by
+
+
+# -- precedence is data: the table's matching tiers, run by the playbooks' evaluator --------------------------------
+def _reordered(tmp_path: Path, old: str, new: str) -> str:
+    text = fam.DATA_FILE.read_text(encoding="utf-8")
+    assert old in text, f"families.yaml no longer has {old!r}"
+    return _write(tmp_path, text.replace(old, new, 1))
+
+
+def test_the_longest_name_match_wins_because_the_tier_says_so(tmp_path):
+    """'Llama-3.1-Nemotron' is matched by llama-3 (earlier in the file) and by llama-nemotron (longer): the names
+    tier's rank decides, and with rank `first` the file order would."""
+    name = "nvidia/Llama-3.1-Nemotron-Nano-8B-v1"
+    shipped = fam.match_family(architectures=None, model_type=None, name=name)
+    assert shipped is not None and shipped.id == "llama-nemotron"
+    assert shipped.matched_by == f"name 'Llama-3.1-Nemotron' in '{name}'"
+    first = _reordered(tmp_path, "rank: longest_match", "rank: first")
+    assert fam.match_family(architectures=None, model_type=None, name=name, path=first).id == "llama-3"
+
+
+def test_the_tiers_order_is_the_precedence(tmp_path):
+    """The repo name outranks model_type because its tier comes first: put model_types first and Qwen3-Coder
+    (model_type qwen3_moe, claimed by qwen3) is generic Qwen3, with the siblings a config-only match lists."""
+    text = fam.DATA_FILE.read_text(encoding="utf-8")
+    names_tier = next(line for line in text.splitlines() if line.strip().startswith("- {by: names,"))
+    start, end = text.index("  tiers:\n") + len("  tiers:\n"), text.index("  variants:")
+    tiers = text[start:end].replace(names_tier + "\n", "") + names_tier + "\n"
+    path = _write(tmp_path, text[:start] + tiers + text[end:])
+    args = {"architectures": None, "model_type": "qwen3_moe", "name": "Qwen/Qwen3-Coder-480B-A35B-Instruct"}
+    assert fam.match_family(**args).id == "qwen3-coder"
+    found = fam.match_family(**args, path=path)
+    assert found.id == "qwen3" and found.matched_by.startswith("config.json:model_type qwen3_moe (shared with")
+    assert "qwen3-coder" in found.alternatives
+
+
+def test_best_holding_ranks_true_conditions_and_skips_the_rest():
+    from doctor.facts import Facts
+    from doctor.playbook.conditions import best_holding
+
+    facts = Facts()
+    facts.set("model.name", "Qwen3-Coder-480B", "test")
+    conds = [{"fact": "model.name", "op": "matches", "value": "(?i)qwen3"}, None,
+             {"any": [{"fact": "model.name", "op": "matches", "value": "(?i)nope"},
+                      {"fact": "model.name", "op": "matches", "value": "(?i)qwen3-coder"}]},
+             {"fact": "model.model_type", "op": "eq", "value": "qwen3_moe"}]  # unknown fact: never holds
+    assert best_holding(conds, facts, "first")[0] == 0
+    index, outcome = best_holding(conds, facts, "longest_match")
+    assert (index, outcome.matched) == (2, "Qwen3-Coder")
+    assert best_holding(conds[3:], facts, "first") is None
