@@ -12,8 +12,8 @@ from conftest import ROOT, requires_shared, run_cli
 from doctor.errors import InputError
 from doctor.hardware.catalog import all_gpus, lookup_gpu, resolve_gpu
 from doctor.hardware.spec import UnknownGpu, gpu_facts, parse_gpu_spec
-from doctor.hardware.table import BEGIN, END, markdown_table
 from doctor.model.units import parse_bytes
+from doctor.render.gpus import BEGIN, END, markdown_table
 
 # Names exactly as nvidia-smi / NVML / torch print them (the first three are quoted in issue 14; the rest are the
 # Product Name strings of those cards).

@@ -9,6 +9,7 @@ import click
 from doctor.cli.check_cmd import OfflineFlags, _log_input, log_option, offline_options
 from doctor.cli.common import emit, emit_document, format_option
 from doctor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from doctor.render.calibrate import added_text, shown_text
 
 SCHEMA = "llmdoctor.calibrate/1"
 
@@ -97,7 +98,7 @@ def add(snapshots: tuple[str, ...], given: OfflineFlags, log_file: str | None, f
     result = {"schema": SCHEMA, "file": str(calibration_path()), "added": [r.to_dict() for r in added],
               "already": [r.to_dict() for r in already],
               "refused": [{"source": label, "reason": why} for label, why in refused]}
-    emit_document(fmt, _Doc(result), text=lambda: _add_text(result))
+    emit_document(fmt, _Doc(result), text=lambda: added_text(result))
     return EXIT_FINDINGS if refused else EXIT_OK
 
 
@@ -109,7 +110,7 @@ def show(fmt: str) -> int:
 
     runs = load()
     result = {"schema": SCHEMA, "file": str(calibration_path()), "groups": _groups(runs)}
-    emit_document(fmt, _Doc(result), text=lambda: _show_text(result))
+    emit_document(fmt, _Doc(result), text=lambda: shown_text(result))
     return EXIT_OK
 
 
@@ -153,28 +154,3 @@ def _groups(runs: tuple[Any, ...]) -> list[dict[str, Any]]:
         out.append({"model": model, "gpu": gpu, "engine": engine, "runs": [r.to_dict() for r in members],
                     "band": band.to_dict() if band else None})
     return out
-
-
-def _pair_line(run: dict[str, Any]) -> str:
-    where = f"{run['models'][0]} on {run['gpu']} ({run['engine']} {run['version'] or 'version unknown'}" + (
-        f", TP{run['tp']})" if run.get("tp") else ")")
-    return f"{where}: measured {run['measured']:,} KV tokens, computed {run['expected']:,} ({run['error']:+.1%})"
-
-
-def _add_text(result: dict[str, Any]) -> str:
-    lines = [f"added    {_pair_line(run)}" for run in result["added"]]
-    lines += [f"already  {_pair_line(run)}" for run in result["already"]]
-    lines += [f"refused  {item['source']}: {item['reason']}" for item in result["refused"]]
-    if result["added"] or result["already"]:
-        lines.append(f"file     {result['file']} (llmdoctor calibrate show)")
-    return "\n".join(lines)
-
-
-def _show_text(result: dict[str, Any]) -> str:
-    if not result["groups"]:
-        return f"no runs yet in {result['file']}: add one with llmdoctor calibrate add SNAPSHOT"
-    lines = [f"calibration file {result['file']}"]
-    for group in result["groups"]:
-        lines.append(f"{group['model']} on {group['gpu']}, {group['engine']}: {group['band']['text']}")
-        lines += [f"  {_pair_line(run)}  — {run['source']}, added {run['added']}" for run in group["runs"]]
-    return "\n".join(lines)

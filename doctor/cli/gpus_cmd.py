@@ -31,22 +31,12 @@ class Listing:
 
     def to_dict(self) -> dict[str, Any]:
         from doctor.hardware.catalog import all_gpus
-        from doctor.hardware.table import row
+        from doctor.render.gpus import row
 
         if self.spec is None:
             return {"schema": SCHEMA, "gpus": [row(g) for g in all_gpus()]}
         return {"schema": SCHEMA, "input": self.spec.text, "count": self.spec.count, "assumed": self.spec.assumed,
                 "gpu": row(self.spec.gpu)}
-
-    def text(self) -> str:
-        from doctor.hardware.table import row, text_table
-
-        if self.spec is None:
-            return text_table()
-        gpu = self.spec.gpu
-        line = (f"{self.spec.text!r} → {self.spec.count}× {gpu.name} ({gpu.full_name}), {row(gpu)['target']}, "
-                f"{gpu.memory_gb:g} GB ({gpu.memory_bytes} bytes: {gpu.memory_basis})")
-        return line + (f"\nnote: {self.spec.assumed}" if self.spec.assumed else "")
 
 
 @click.command("gpus", epilog=EPILOG)
@@ -54,12 +44,15 @@ class Listing:
 @format_option("text", "json", "markdown")
 def gpus(name: str | None, fmt: str) -> int:
     """List the GPUs llmdoctor knows (NVIDIA from Volta on, AMD Instinct), or resolve NAME as --gpu would."""
-    from doctor.hardware.table import markdown_table
+    from doctor.render.gpus import markdown_table, resolved_text, text_table
 
     listing = Listing()
     if name:
         from doctor.hardware.spec import parse_gpu_spec
 
         listing = Listing(parse_gpu_spec(name, field="gpus NAME"))
-    emit_document(fmt, listing, text=listing.text, markdown=markdown_table if listing.spec is None else listing.text)
+    if listing.spec is None:
+        emit_document(fmt, listing, text=text_table, markdown=markdown_table)
+    else:
+        emit_document(fmt, listing, text=lambda: resolved_text(listing.spec), markdown=lambda: resolved_text(listing.spec))
     return 0

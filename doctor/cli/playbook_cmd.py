@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
@@ -52,10 +51,9 @@ def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
     if fmt == "json":
         emit(json.dumps({"schema": "llmdoctor.playbooks/1", "playbooks": rows}, indent=2))
         return EXIT_OK
-    for row in rows:
-        emit(f"{click.style(row['symptom'], bold=True)}  {row['title']}")
-        emit(f"    causes: {', '.join(row['causes'])}")
-    emit(f"\n{len(rows)} playbooks, {len(pbset.causes)} causes. `llmdoctor playbook show ID` for one of them.")
+    from doctor.render.playbooks import listing_text
+
+    emit(listing_text(rows, len(pbset.causes)))
     return EXIT_OK
 
 
@@ -82,30 +80,19 @@ def show_cmd(ident: str, playbook_dirs: tuple[str, ...], fmt: str) -> int:
 
         emit_document("json", ShownDocument(pbset, ident), text=str)
         return EXIT_OK
+    from doctor.render.playbooks import cause_text, playbook_text, traps_text
+
     if ident == "traps":
-        for trap in pbset.traps:
-            emit(f"{click.style(trap.id, bold=True)}  {trap.metric} ({trap.engine})\n  {trap.why}\n"
-                 f"  instead: {trap.instead}\n")
+        emit(traps_text(pbset.traps))
         return EXIT_OK
     playbook = pbset.find(ident)
     if playbook is not None:
-        emit(f"{click.style(playbook.symptom, bold=True)}: {playbook.title}")
-        if playbook.description:
-            emit(f"  {playbook.description}")
-        if playbook.applies_when:
-            emit(f"  runs without --symptom when: {_cond(playbook.applies_when)}")
-        emit(f"  source: {playbook.source}\n")
-        for line in _tree_lines(playbook.tree, 1):
-            emit(line)
+        emit(playbook_text(playbook))
         return EXIT_OK
     cause = pbset.causes.get(ident)
     if cause is None:
         raise InputError(f"{ident}: no such playbook, alias or cause (see `llmdoctor playbook list`)")
-    emit(f"{click.style(cause.id, bold=True)}  [{cause.severity}]  {cause.title}\n")
-    emit(f"what: {cause.what}\n\nwhy: {cause.why}\n")
-    for engine, text in cause.fix.items():
-        emit(f"fix ({engine}): {text}")
-    emit(f"\nevidence: {', '.join(cause.evidence) or '—'}\nref: {cause.ref}\nsource: {cause.source}")
+    emit(cause_text(cause))
     return EXIT_OK
 
 
@@ -187,31 +174,3 @@ def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None, facts: bool) ->
     else:
         click.echo(text, nl=False)
     return EXIT_OK
-
-
-def _tree_lines(nodes: list[dict[str, Any]], depth: int) -> list[str]:
-    lines: list[str] = []
-    pad = "  " * depth
-    for node in nodes:
-        cond = _cond(node["when"]) if "when" in node else "always"
-        target = f"→ {node['cause']}" if "cause" in node else "→"
-        extras = [f"{k}={node[k]}" for k in ("severity", "confidence") if k in node]
-        if node.get("stop"):
-            extras.append("stop")
-        lines.append(f"{pad}if {cond} {target}" + (f"  ({', '.join(extras)})" if extras else ""))
-        if "note" in node:
-            lines.append(f"{pad}  # {node['note']}")
-        if "then" in node:
-            lines.extend(_tree_lines(node["then"], depth + 1))
-    return lines
-
-
-def _cond(cond: dict[str, Any]) -> str:
-    if "all" in cond:
-        return "(" + " ∧ ".join(_cond(c) for c in cond["all"]) + ")"
-    if "any" in cond:
-        return "(" + " ∨ ".join(_cond(c) for c in cond["any"]) + ")"
-    if "not" in cond:
-        return "¬" + _cond(cond["not"])
-    rhs = cond.get("ref", json.dumps(cond.get("value"))) if ("ref" in cond or "value" in cond) else ""
-    return f"{cond['fact']} {cond['op']} {rhs}".rstrip()

@@ -86,6 +86,7 @@ def report(options: ReportOptions, output: str | None, fmt: str | None, fail_on:
     query per fact for the whole fleet; the playbooks then run per instance on those facts, and the findings
     are ranked across the fleet. HTML is self-contained (inline SVG charts, opens offline).
     """
+    from doctor.render.report import report_chunks
     from doctor.report.pipeline import run
 
     fmt = _format(fmt, output)
@@ -96,12 +97,12 @@ def report(options: ReportOptions, output: str | None, fmt: str | None, fail_on:
     if output:
         from doctor.outio import write_chunks
 
-        write_chunks(output, _render(doc, fmt, indent=indent))
-        emit("".join(_render(doc, "text", written=output)))
+        write_chunks(output, report_chunks(doc, fmt, indent=indent))
+        emit("".join(report_chunks(doc, "text", written=output)))
     elif fmt in ("json", "html"):
-        _stream(_render(doc, fmt, indent=indent))
+        _stream(report_chunks(doc, fmt, indent=indent))
     else:
-        emit("".join(_render(doc, fmt)))
+        emit("".join(report_chunks(doc, fmt)))
     return exit_code(findings, fail_on)
 
 
@@ -115,28 +116,6 @@ def _format(fmt: str | None, output: str | None) -> str:
         raise InputError(f"-o {output}: cannot tell the format from the suffix (use .html, .md, .json or .txt, "
                          "or --format)")
     return _SUFFIXES[suffix]
-
-
-#: Up to this many instances a JSON report is indented by default (read by eye); above it, compact.
-INDENT_UP_TO = 100
-
-
-def _render(doc: dict, fmt: str, written: str | None = None, indent: int | None = None) -> Iterator[str]:
-    """The report in ``fmt``, piece by piece (JSON and HTML: an instance at a time)."""
-    if fmt == "json":
-        from doctor.outio import json_chunks
-
-        if indent is None and doc["summary"]["instances"] <= INDENT_UP_TO:
-            indent = 1
-        yield from json_chunks(doc, indent or None)
-    elif fmt == "html":
-        from doctor.render.report_html import html_chunks
-
-        yield from html_chunks(doc)
-    else:
-        from doctor.render.report_text import markdown_report, text_summary
-
-        yield markdown_report(doc) if fmt == "markdown" else text_summary(doc, written=written)
 
 
 def _stream(chunks: Iterator[str]) -> None:

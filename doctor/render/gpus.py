@@ -1,4 +1,5 @@
-"""The GPU catalog as a table: what `llmdoctor gpus` prints and what docs/hardware.md carries (generated).
+"""The GPU catalog as a table: what `llmdoctor gpus` prints and what docs/hardware.md carries (generated), and
+how one resolved name reads.
 
 A pip user has no docs/ folder, so the unknown-GPU error points at `llmdoctor gpus`; the docs table is the same
 rendering (tests/test_gpus_cli.py keeps the two identical).
@@ -55,3 +56,11 @@ def text_table() -> str:
         if gpu.aliases:
             out.append(f"{'':<22} also: {', '.join(gpu.aliases)}")
     return "\n".join(out)
+
+
+def resolved_text(spec: Any) -> str:
+    """One name resolved as --gpu reads it (a ``doctor.hardware.spec`` GpuSpec): count, model, target, memory."""
+    gpu = spec.gpu
+    line = (f"{spec.text!r} → {spec.count}× {gpu.name} ({gpu.full_name}), {row(gpu)['target']}, "
+            f"{gpu.memory_gb:g} GB ({gpu.memory_bytes} bytes: {gpu.memory_basis})")
+    return line + (f"\nnote: {spec.assumed}" if spec.assumed else "")
