@@ -56,6 +56,28 @@ def test_a_cause_with_a_log_signature_is_one_new_file(tmp_path: Path) -> None:
     assert run_cli("playbook", "validate", str(mine)).returncode == 0
 
 
+def test_a_built_in_cause_with_a_log_signature_is_one_new_file(tmp_path: Path) -> None:
+    """The same for a built-in: a copy of the package and its playbooks with one more file in playbooks/causes/
+    (and nothing else edited: no tree, no catalog) names the cause in `check --log`."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "doctor", tmp_path / "doctor", ignore=ignore)
+    shutil.copytree(ROOT / "playbooks", tmp_path / "playbooks", ignore=ignore)
+    _user_cause(tmp_path / "mine")
+    shutil.copy(tmp_path / "mine" / "causes" / "gpu-blocks-overridden-to-zero.yaml", tmp_path / "playbooks" / "causes")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LLMDOCTOR_CACHE_DIR": "", "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-m", "doctor", "check", "--log", str(OVERRIDE_LOG), "--format", "json"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    found = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+    assert "gpu-blocks-overridden-to-zero" in found, sorted(found)
+    assert OVERRIDE_LINE in found["gpu-blocks-overridden-to-zero"]["what"]
+
+
 def test_a_typo_in_a_fact_name_fails_validation_with_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "my-kv.yaml").write_text(
         "symptom: my-kv\ntitle: mine\ntree:\n  - when: {fact: metrics.kv_usgae, op: gt, value: 0.9}\n"
