@@ -388,7 +388,8 @@ def _condition(test: dict[str, Any], items: Any) -> dict[str, Any] | None:
     if not items:
         return None
     values = [f"(?i){item}" if test["op"] == "matches" else item for item in items]
-    return {"any": [{"fact": test["fact"], "op": test["op"], "value": value} for value in values]}
+    leaves = [{"fact": test["fact"], "op": test["op"], "value": value} for value in values]
+    return leaves[0] if len(leaves) == 1 else {"any": leaves}
 
 
 @functools.lru_cache(maxsize=4)

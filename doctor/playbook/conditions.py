@@ -156,16 +156,17 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
         ref = facts.fact(cond["ref"])
         if ref is None:
             return Outcome(None, missing=[cond["ref"]])
-        expected, shown = ref.value, f"{cond['ref']} ({_fmt(ref.value)})"
+        expected = ref.value
     else:
-        expected, shown = cond.get("value"), _fmt(cond.get("value"))
+        expected = cond.get("value")
     ok = _compare(op, value, expected)
-    if ok is None:
+    if not ok:  # false, or not comparable: no evidence to word (most tests of a run end here)
         return Outcome(False)
+    shown = f"{cond['ref']} ({_fmt(expected)})" if ref is not None else _fmt(expected)
     outcome = _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
-    if ok and op == "matches":
+    if op == "matches":
         outcome.matched = re.search(expected, value).group(0)  # type: ignore[union-attr] - it matched just now
-    if ok and ref is not None:  # the fact compared against is evidence too, with its own source
+    if ref is not None:  # the fact compared against is evidence too, with its own source
         outcome.support.append(Evidence(ref.key, ref.value, ref.source, f"(compared with {key})", ref.observed))
     return outcome
 
