@@ -208,3 +208,12 @@ def test_duplicate_cause_is_rejected(tmp_path: Path) -> None:
     d = _dir(tmp_path, CAUSES)
     errors = validate_dirs([d])
     assert any("cause 'moe-without-ep' is already defined" in e for e in errors)
+
+
+def test_the_evaluator_knows_the_schemas_word_operators() -> None:
+    """conditions.py sends the operand-less tests down their own path: it must be the schema's list exactly, or an
+    operator would be read as a comparison with no value (or the other way round)."""
+    from doctor.playbook.conditions import _WORD_OPS
+    from doctor.playbook.schema import UNARY_OPS
+
+    assert set(UNARY_OPS) == _WORD_OPS

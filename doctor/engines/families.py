@@ -185,7 +185,7 @@ def _load_families(file: Path) -> dict[str, Any]:
         by_id[entry["id"]] = entry
     resolved = tuple(_resolve(by_id, entry["id"], label, ()) for entry in raw)
     _validate(resolved, label)
-    return {"matching": matching, "families": resolved}
+    return {"matching": matching, "families": resolved, "conditions": _conditions(matching, resolved)}
 
 
 def _check_matching(matching: Any, label: str) -> dict[str, Any]:
@@ -392,19 +392,17 @@ def _condition(test: dict[str, Any], items: Any) -> dict[str, Any] | None:
     return leaves[0] if len(leaves) == 1 else {"any": leaves}
 
 
-@functools.lru_cache(maxsize=4)
-def _conditions(path: str | None) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any] | None]]], ...]:
-    """Per tier, in precedence order: (the tier, each family's condition in file order); then the variants'
-    conditions per family and the siblings' conditions, as two more (test, conditions) pairs."""
-    table = _table(path)
-    entries, matching = table["families"], table["matching"]
-    tiers = [(tier, [_condition(tier, (e.get("match") or {}).get(tier["by"])) for e in entries])
-             for tier in matching["tiers"]]
-    alternatives = matching["alternatives"]
-    return (tiers, [[_condition(matching["variants"], v.get(matching["variants"]["by"]))
-                     for v in e.get("variants") or []] for e in entries],
-            [(alternatives, [_condition(alternatives, (e.get("match") or {}).get(alternatives["by"]))
-                             for e in entries])])
+def _conditions(matching: dict[str, Any], entries: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """Each family's match lists as conditions, kept with the parsed table: per tier (in precedence order) one
+    condition per family in file order, the variants' per family, and the siblings' (``alternatives``)."""
+    variants, alternatives = matching["variants"], matching["alternatives"]
+    return {
+        "tiers": [[_condition(tier, (e.get("match") or {}).get(tier["by"])) for e in entries]
+                  for tier in matching["tiers"]],
+        "variants": [[_condition(variants, v.get(variants["by"])) for v in e.get("variants") or []]
+                     for e in entries],
+        "alternatives": [_condition(alternatives, (e.get("match") or {}).get(alternatives["by"])) for e in entries],
+    }
 
 
 def _values(tier: dict[str, Any], name: str | None, architectures: Any, model_type: str | None) -> list[str]:
@@ -434,9 +432,10 @@ def match_family(*, architectures: list[str] | None, model_type: str | None, nam
     """
     from doctor.playbook.conditions import best_holding
 
-    entries = load_families(path)
-    tiers, variants, [(sibling_test, siblings)] = _conditions(path)
-    for tier, conditions in tiers:
+    table = _table(path)
+    entries, matching, conditions_of = table["families"], table["matching"], table["conditions"]
+    variants, siblings, sibling_test = conditions_of["variants"], conditions_of["alternatives"], matching["alternatives"]
+    for tier, conditions in zip(matching["tiers"], conditions_of["tiers"], strict=True):
         for value in _values(tier, name, architectures, model_type):
             facts = _subject(tier["fact"], value)
             hit = best_holding(conditions, facts, tier.get("rank", "first"))

@@ -125,9 +125,22 @@ def _longest(parts: list[Outcome]) -> str:
     return longest
 
 
+#: the tests that take no operand (the rest compare the fact with a ``value`` or a ``ref``)
+_WORD_OPS = frozenset(("exists", "missing", "set", "unset", "is_true", "is_false", "empty", "nonempty", "truthy",
+                       "all_zero"))
+
+
 def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
     key, op = cond["fact"], cond["op"]
     fact = facts.fact(key)
+    if op in _WORD_OPS:
+        return _word_test(op, key, fact)
+    if fact is None:
+        return Outcome(None, missing=[key])
+    return _value_test(cond, op, key, fact, facts)
+
+
+def _word_test(op: str, key: str, fact: Any) -> Outcome:
     if op == "exists":
         return _result(fact is not None, key, fact, "is known")
     if op == "missing":
@@ -148,9 +161,12 @@ def _test(cond: dict[str, Any], facts: Facts) -> Outcome:
         return _result(empty if op == "empty" else not empty, key, fact, f"is {op}")
     if op == "truthy":  # an environment variable's spelling of "on" (engines read "1", "true", "yes", "on")
         return _result(str(value).strip().lower() in _TRUTHY, key, fact, "spells true")
-    if op == "all_zero":  # a number, or a mapping of numbers (vLLM --limit-mm-per-prompt), that is all 0
-        return _result(_all_zero(value), key, fact, "is all zero")
+    # all_zero: a number, or a mapping of numbers (vLLM --limit-mm-per-prompt), that is all 0
+    return _result(_all_zero(value), key, fact, "is all zero")
 
+
+def _value_test(cond: dict[str, Any], op: str, key: str, fact: Any, facts: Facts) -> Outcome:
+    value = fact.value
     ref = None
     if "ref" in cond:
         ref = facts.fact(cond["ref"])
