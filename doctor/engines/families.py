@@ -430,6 +430,15 @@ def match_family(*, architectures: list[str] | None, model_type: str | None, nam
     ``qwen3_moe``); ``nvidia/GLM-5.2-NVFP4`` → glm-5. The returned family's ``matched_by`` says what decided,
     and ``alternatives`` lists the sibling families a config-only match cannot tell apart.
     """
+    archs = tuple(architectures) if isinstance(architectures, list) else architectures
+    try:  # a run asks about the same model several times (plan: each engine's parsers, the checks)
+        return _match(archs, model_type, name, path)
+    except TypeError:  # an unhashable value in a malformed config.json: match it unremembered
+        return _match.__wrapped__(archs, model_type, name, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _match(architectures: Any, model_type: Any, name: Any, path: str | None) -> Family | None:
     from doctor.playbook.conditions import best_holding
 
     table = _table(path)
