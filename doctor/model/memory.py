@@ -381,14 +381,16 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     return out
 
 
-def swa_pool_facts(card: ModelCard, facts: Any) -> Any:
+def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
     """model.kv_bytes_per_token of SGLang's hybrid SWA pool (engine_memory.yaml sglang_swa_pool): the sliding
     layers hold --swa-full-tokens-ratio x the full layers' tokens, and the logged pool counts full-layer tokens;
-    nothing for another engine, a model without both kinds of layers, or --disable-hybrid-swa-memory."""
+    nothing for another engine, a model without both kinds of layers, or --disable-hybrid-swa-memory. ``engine``:
+    the engine planned for, where ``facts`` carry no launch (`plan`; the newest release and the default ratio)."""
     from doctor.facts import Facts
 
     out = Facts()
-    if facts.get("launch.engine") != "sglang" or facts.get("launch.flags.disable_hybrid_swa_memory") is True:
+    engine = engine or facts.get("launch.engine")
+    if engine != "sglang" or facts.get("launch.flags.disable_hybrid_swa_memory") is True:
         return out
     total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
     if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
