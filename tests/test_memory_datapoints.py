@@ -413,6 +413,18 @@ def test_sglang_swa_pool_follows_the_ratio() -> None:
     assert per_token("sglang", "0.5.12", swa_full_tokens_ratio="0.25") == int(full + 0.25 * (total - full))
     assert per_token("sglang", "0.4.3") is None and per_token("vllm", "0.19.0") is None
     assert per_token("sglang", "0.5.12", disable_hybrid_swa_memory=True) is None
+    # which models: any with a sliding window before 0.5.8 (0.4.10 model_runner.py:282-290), then an allowlist that
+    # has Gemma 4 from 0.5.12 (configs/model_config.py is_hybrid_swa_model) and never Gemma 3
+    assert per_token("sglang", "0.5.3") == int(full + 0.8 * (total - full)) and per_token("sglang", "0.5.8") is None
+    gemma3 = SHARED_FIXTURES / "configs" / "google__gemma-3-27b-it.json"
+    card3, model3 = model_facts_for(str(gemma3), kv_cache_dtype=None, engine="sglang",
+                                    raw=json.loads(gemma3.read_text(encoding="utf-8")))
+    facts3 = Facts()
+    facts3.update(model3)
+    facts3.set("launch.version", "0.5.23", "test")
+    assert swa_pool_facts(card3, facts3, "sglang").get("model.kv_bytes_per_token") is None
+    facts3.set("launch.version", "0.5.3", "test")
+    assert swa_pool_facts(card3, facts3, "sglang").get("model.kv_bytes_per_token") is not None
 
 
 @requires_shared

@@ -398,6 +398,10 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
     if found is None:
         return out
+    archs, excepted = found.values.get("archs"), found.values.get("except") or []
+    if any(a in excepted for a in card.architectures) or (
+            archs is not None and not any(a in archs for a in card.architectures)):
+        return out  # this release sizes the model's sliding layers as full ones
     try:
         given = float(facts.get("launch.flags.swa_full_tokens_ratio"))
     except (TypeError, ValueError):
