@@ -426,6 +426,7 @@ EXPECTED = {
     "moonshotai__Kimi-Linear-48B-A3B-Instruct.reconstructed.json": ("kimi-linear", "kimi-linear"),
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json": ("llama-nemotron", "llama-nemotron"),
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": ("nemotron-3", "nemotron-3"),
+    "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json": ("nemotron-3", "nemotron-3"),
     "nvidia__Nemotron-H-56B-Base-8K.json": ("nemotron-h", "nemotron-3"),
     "openai__gpt-oss-120b.json": ("gpt-oss", "gpt-oss"),
     "openai__gpt-oss-20b.json": ("gpt-oss", "gpt-oss"),

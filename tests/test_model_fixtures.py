@@ -144,6 +144,11 @@ CASES: dict[str, dict] = {
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": dict(
         kind="hybrid", full="gqa", layers=(52, 6, 23, 0), no_attention=23, moe=(128, 6, 1),
         kv=2 * 6 * 2 * 128 * 2, state=23 * ((64 * 64 + 2 * 8 * 128) * 3 * 2 + 64 * 64 * 128 * 4)),
+    # Nemotron-3-Super (NVFP4 export): 40 Mamba-2 + 40 MoE + 8 attention blocks, one MTP block ("*E"); its NVFP4
+    # format is in hf_quant_config.json, so config.json itself names no quantization.
+    "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json": dict(
+        kind="hybrid", full="gqa", layers=(88, 8, 40, 0), no_attention=40, moe=(512, 22, 1), mtp=1,
+        kv=2 * 8 * 2 * 128 * 2, state=40 * ((128 * 64 + 2 * 8 * 128) * 3 * 2 + 128 * 64 * 128 * 4)),
     "nvidia__Nemotron-H-56B-Base-8K.json": dict(
         kind="hybrid", full="gqa", layers=(118, 10, 54, 0), no_attention=54, moe=None,
         kv=2 * 10 * 8 * 128 * 2, state=54 * ((256 * 64 + 2 * 8 * 256) * 3 * 2 + 256 * 64 * 256 * 4)),

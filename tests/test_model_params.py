@@ -30,6 +30,7 @@ PUBLISHED = {
     "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json": (400e9, 17e9),
     "deepseek-ai__DeepSeek-V4-Flash.json": (284e9, 13e9),    # the seed's figures
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": (31.6e9, 3.2e9),
+    "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json": (120e9, 12e9),  # the name's; experts at moe_latent_size
     "XiaomiMiMo__MiMo-V2-Flash.json": (309e9, 15e9),
     "google__gemma-4-26B-A4B.json": (25.2e9, None),
 }

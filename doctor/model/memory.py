@@ -336,21 +336,26 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
 
 
 def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
-    """(layer slots, layers, group size) when vLLM V1 pads ``card``'s mixed attention types into equal groups:
-    only attention layers of one per-layer size whose types (windows) differ and that pad; None otherwise."""
+    """(layer slots, attention layers, group size) when vLLM V1 splits ``card``'s layer types into equal groups
+    sharing one page size: attention layers of one per-layer size whose windows differ, or attention beside
+    linear/SSM state layers (each state kind is a type; its page is padded to the attention page, so every state
+    layer slot costs one attention layer's bytes per token); None when one type only, or the attention layers'
+    sizes differ (not one uniform page)."""
     groups = card.kv_groups
-    if card.states or len(groups) < 2 or any(g.kind != "attention" for g in groups):
+    if any(g.kind not in ("attention", "mla") for g in groups) or not groups:
         return None
-    if len({(g.kv_heads, g.head_dim, g.v_head_dim) for g in groups}) != 1:
+    if len({(g.kind, g.kv_heads, g.head_dim, g.v_head_dim) for g in groups}) != 1:
         return None
-    per_type: dict[int | None, int] = {}
+    per_type: dict[object, int] = {}
     for g in groups:
         per_type[g.window] = per_type.get(g.window, 0) + g.layers
+    for s in card.states:
+        per_type[("state", s.kind)] = per_type.get(("state", s.kind), 0) + s.layers
     if len(per_type) < 2:
         return None
     size = min(per_type.values())
     slots = sum(-(-n // size) * size for n in per_type.values())
-    layers = sum(per_type.values())
+    layers = sum(g.layers for g in groups)
     return (slots, layers, size) if slots != layers else None
 
 
@@ -368,9 +373,44 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     if slots is None or not isinstance(base, int):
         return out
     total, layers, size = slots
+    states = sum(s.layers for s in card.states)
     out.set("model.kv_bytes_per_token", base * total // layers,
-            f"derived: {base} B × {total} layer slots / {layers} layers (groups of {size}, {total - layers} padding "
-            f"layer(s); vllm {version or 'newest'}: {found.evidence})")
+            f"derived: {base} B × {total} layer slots / {layers} attention layers (groups of {size}"
+            + (f", {states} state layer slots" if states else "")
+            + f", {total - layers - states} padding layer(s); vllm {version or 'newest'}: {found.evidence})")
+    return out
+
+
+def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token of SGLang's hybrid SWA pool (engine_memory.yaml sglang_swa_pool): the sliding
+    layers hold --swa-full-tokens-ratio x the full layers' tokens, and the logged pool counts full-layer tokens;
+    nothing for another engine, a model without both kinds of layers, or --disable-hybrid-swa-memory. ``engine``:
+    the engine planned for, where ``facts`` carry no launch (`plan`; the newest release and the default ratio)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    if engine != "sglang" or facts.get("launch.flags.disable_hybrid_swa_memory") is True:
+        return out
+    total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
+    if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
+        return out
+    found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
+    if found is None:
+        return out
+    archs, excepted = found.values.get("archs"), found.values.get("except") or []
+    if any(a in excepted for a in card.architectures) or (
+            archs is not None and not any(a in archs for a in card.architectures)):
+        return out  # this release sizes the model's sliding layers as full ones
+    try:
+        given = float(facts.get("launch.flags.swa_full_tokens_ratio"))
+    except (TypeError, ValueError):
+        given = None
+    ratio = given if given is not None and 0 <= given <= 1 else found.values["ratio"]
+    where = "--swa-full-tokens-ratio" if ratio == given else "the default ratio"
+    out.set("model.kv_bytes_per_token", int(growing + ratio * (total - growing)),
+            f"derived: full layers {growing} B + {ratio} ({where}) × sliding layers {total - growing} B "
+            f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
     return out
 
 

@@ -57,7 +57,7 @@ def estimate_params(v: ConfigView, plan: L.LayerPlan, moe: MoE | None, defaults:
         dense_inter = inter.value if inter else defaults.get("mlp_ratio", 4) * h
         parts["dense_mlp"] = dense_layers * mats * h * dense_inter
     if moe is not None:
-        expert_in = v.int_or("routed_expert_hidden_size", default=h)
+        expert_in = v.int_or("routed_expert_hidden_size", "moe_latent_size", default=h)  # Nemotron 3: moe_latent_size
         e_inter = v.int("moe_intermediate_size", "expert_intermediate_size", "intermediate_size", required=True).value
         parts["experts"] = moe_layers * moe.experts * mats * expert_in * e_inter
         parts["router"] = moe_layers * h * moe.experts
