@@ -47,6 +47,17 @@ def test_import_time_failures_name_the_missing_dependency(case_id: str, why: str
     assert "engine-dependency-missing" in _causes(_case_log(case_id, tmp_path)), why
 
 
+@pytest.mark.parametrize("case_id, cause", [
+    ("i096-dgx-spark-playbooks-63", "tp-exceeds-visible-gpus"),  # vllm/v1/executor/ray_utils.py:331's warning
+    ("i230-mineru-3416", "gpu-arch-unsupported"),  # SGLang's sm75 minimum, as a launcher re-spaced it
+    ("i183-vllm-51964", "gpu-arch-unsupported"),  # a ROCm kernel built for gfx950 only, on gfx942
+    ("i325-vllm-10990", "engine-too-old"),  # the registry's refusal, the excerpt cut inside "for now"
+    ("i307-unsloth-1380", "quantization-not-detected"),  # a bitsandbytes quant-state tensor no layer takes
+])
+def test_start_up_refusals_in_other_wordings(case_id: str, cause: str, tmp_path: Path) -> None:
+    assert cause in _causes(_case_log(case_id, tmp_path))
+
+
 def test_a_vllm_warning_about_its_own_extension_is_not_a_missing_dependency(tmp_path: Path) -> None:
     """i013: vLLM 0.5 logs `Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared
     object file …')` as a warning and starts; the server then failed on bf16 (the case's settled cause)."""
