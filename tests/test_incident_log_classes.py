@@ -42,6 +42,7 @@ def _causes(path: Path) -> list[str]:
     ("i318-sglang-2552", "`cannot import name` behind Xinference's [address=…, pid=…] prefix"),
     ("i309-sglang-4985", "SGLang's 'X is not installed. Please install it' (torch_memory_saver_adapter.py:21)"),
     ("i065-flashinfer-794", "flashinfer's 'with minimum required version … is not installed. Please uninstall'"),
+    ("i075-sglang-4253", "SGLang skipped its DeepSeek module because Triton's gcc build failed, then refused the arch"),
 ])
 def test_import_time_failures_name_the_missing_dependency(case_id: str, why: str, tmp_path: Path) -> None:
     assert "engine-dependency-missing" in _causes(_case_log(case_id, tmp_path)), why
@@ -53,6 +54,7 @@ def test_import_time_failures_name_the_missing_dependency(case_id: str, why: str
     ("i183-vllm-51964", "gpu-arch-unsupported"),  # a ROCm kernel built for gfx950 only, on gfx942
     ("i325-vllm-10990", "engine-too-old"),  # the registry's refusal, the excerpt cut inside "for now"
     ("i307-unsloth-1380", "quantization-not-detected"),  # a bitsandbytes quant-state tensor no layer takes
+    ("i042-vllm-3676", "max-model-len-over-model-limit"),  # raised as ValueError: the refusal, not the warning
 ])
 def test_start_up_refusals_in_other_wordings(case_id: str, cause: str, tmp_path: Path) -> None:
     assert cause in _causes(_case_log(case_id, tmp_path))
@@ -73,3 +75,47 @@ def test_healthy_real_starts_name_no_missing_dependency(name: str) -> None:
     if name.startswith("sglang"):
         assert "Ignore import error when loading" in text and "cannot import name" in text
     assert "engine-dependency-missing" not in _causes(path)
+
+
+def test_the_over_limit_warning_is_not_the_refusal(tmp_path: Path) -> None:
+    """vLLM with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 logs the same words as a warning (vllm/config/model.py:2659-2660):
+    the -allowed cause, not the refusal, even though both start "User-specified max_model_len"."""
+    path = tmp_path / "warning.log"
+    path.write_text("WARNING 03-01 10:00:00 config.py:1999] User-specified max_model_len (16384) is greater than the "
+                    "derived max_model_len (max_position_embeddings=8192 or model_max_length=None in model's "
+                    "config.json).\n", encoding="utf-8")
+    causes = _causes(path)
+    assert "max-model-len-over-model-limit-allowed" in causes and "max-model-len-over-model-limit" not in causes
+
+
+def _check(*args: str) -> dict:
+    import json
+
+    from tests.conftest import run_cli
+
+    proc = run_cli("check", "--offline", "--format", "json", *args, env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode in (0, 1, 5), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_sglang_refusing_a_request_below_its_context_length_is_the_kv_pool(tmp_path: Path) -> None:
+    """sgl-project/sglang#4048 (i046): `--context-length 163840`, and the scheduler refuses a 160k request at 59862
+    tokens — min(context, pool) (managers/tp_worker.py:568-572) is the pool's. At a context length equal to the
+    limit the same line is a request longer than the context, not a pool too small."""
+    data = yaml.safe_load((CASES / "i046-sglang-4048.yaml").read_text(encoding="utf-8"))
+    log = _case_log("i046-sglang-4048", tmp_path)
+    config = str(ROOT / "fixtures" / "configs" / "deepseek-ai__DeepSeek-R1.json")
+    doc = _check("--command", data["evidence"]["command"], "--config", config, "--log", str(log),
+                 "--symptom", "launch-failure")
+    [finding] = [f for f in doc["findings"] if f["id"] == "kv-cache-too-small-for-max-len"]
+    assert "--context-length" in finding["fix"] and "59868" in finding["fix"]
+    at_limit = data["evidence"]["command"].replace("--context-length 163840", "--context-length 59868")
+    doc = _check("--command", at_limit, "--config", config, "--log", str(log), "--symptom", "launch-failure")
+    assert "kv-cache-too-small-for-max-len" not in [f["id"] for f in doc["findings"]]
+
+
+def test_the_v0_engine_start_line_names_vllm_and_its_release(tmp_path: Path) -> None:
+    """vllm-project/vllm#5714 (i099): the V0 engine's "Initializing an LLM engine (v0.5.0.post1) with config:" line
+    is vLLM's (vllm/engine/llm_engine.py; 0.3.3 prints it without the version)."""
+    facts = {f.key: f.value for f in read_log_input(str(_case_log("i099-vllm-5714", tmp_path))).facts}
+    assert (facts["log.engine"], facts["log.version"]) == ("vllm", "0.5.0.post1")

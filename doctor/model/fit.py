@@ -39,8 +39,9 @@ class Layout:
 def layout_from_facts(facts: Facts) -> Layout | None:
     """Read the parallel layout from launch.* facts (engine flags differ: SGLang's DP attention lives inside TP)."""
     engine = facts.get("launch.engine")
-    # No launch command: the fit question is "on these GPUs", so spread the model over all of them (TP).
-    tp_fact = facts.get("launch.tp") or (facts.get("gpu.count") if engine is None else None) or 1
+    # No launch command read (launch.tp is then absent, even where a log named the engine): the fit question is "on
+    # these GPUs", so spread the model over all of them (TP).
+    tp_fact = facts.get("launch.tp") or (facts.get("gpu.count") if "launch.tp" not in facts else None) or 1
     tp, dp, pp = _size(tp_fact), _size(facts.get("launch.dp")), _size(facts.get("launch.pp"))
     if tp is None or dp is None or pp is None:
         return None
