@@ -28,3 +28,17 @@ def test_batch_invariant_kernels_on_or_nothing_reported_name_nothing() -> None:
     assert "batch-invariance-off" not in _findings("--command", "VLLM_BATCH_INVARIANT=1 " + COMMAND,
                                                    "--symptom", "nondeterministic-outputs")
     assert "batch-invariance-off" not in _findings("--command", COMMAND)
+
+
+def test_dp_attention_keeps_the_experts_sharded_over_the_whole_tp() -> None:
+    """sgl-project/sglang#5634 (i160): DeepSeek-V3 with --tp 8 --enable-dp-attention --dp-size 8 on 8 H200s. The
+    attention runs per DP rank, the experts stay split over all 8 GPUs: the weights fit (they did; the start failed
+    in CUDA-graph capture), so "the weights alone do not fit" is not the answer."""
+    config = str(ROOT / "fixtures" / "configs" / "deepseek-ai__DeepSeek-V3.json")
+    proc = run_cli("check", "--offline", "--format", "json", "--engine-version", "0.4.5", "--config", config,
+                   "--gpu", "H200:8", "--symptom", "launch-failure", "--command",
+                   "python3 -m sglang.launch_server --model /DeepSeek-V3 --tp 8 --trust-remote-code "
+                   "--enable-dp-attention --dp-size 8", env={"HF_HUB_OFFLINE": "1"})
+    doc = json.loads(proc.stdout)
+    assert doc["facts"]["fit.weights_fit"]["value"] is True
+    assert "model-does-not-fit" not in [f["id"] for f in doc["findings"]]
