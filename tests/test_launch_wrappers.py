@@ -93,3 +93,16 @@ def test_a_malformed_command_beside_a_log_is_said_and_the_log_still_read(tmp_pat
     doc = json.loads(proc.stdout)
     assert [f["id"] for f in doc["findings"]] == ["engine-dependency-missing"]
     assert any("unbalanced ' quote" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("text, why", [
+    # vllm-project/vllm#27389 (i008): an image id says nothing of the engine, and `serve …` after it is no entry point
+    ("docker run -d --name vllm-production --gpus all --ipc=host -p 8001:8000 -e CUDA_VISIBLE_DEVICES=0,1 "
+     "ee2917e260bb serve /root/models/Qwen3-8B --tensor-parallel-size 2",
+     "the image ee2917e260bb is not one llmdoctor can tell the engine of"),
+    ("vllm server --model m --port 40001", "`vllm server` is not a command llmdoctor reads (`vllm serve` is)"),
+])
+def test_what_was_not_understood_is_said(text: str, why: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_command(text)
+    assert why in str(err.value) and "\n" not in str(err.value)

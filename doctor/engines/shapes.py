@@ -229,7 +229,21 @@ def _from_segments(segments: list[list[str]], shape: str) -> Launch:
     first = " ".join(segments[0][:3]) if segments else ""
     raise InputError(f"{WHERE}: no vLLM or SGLang launch found (expected `vllm serve`, "
                      f"`python -m sglang.launch_server`, `sglang serve`, or a vllm/vllm-openai or "
-                     f"lmsysorg/sglang image; saw {first[:60]!r})")
+                     f"lmsysorg/sglang image; saw {first[:60]!r}{_unread_why(segments)})")
+
+
+def _unread_why(segments: list[list[str]]) -> str:
+    """What was not understood, where a word says: an image llmdoctor cannot tell the engine of, a subcommand the
+    engine's CLI does not have."""
+    tokens = _strip_env(segments[0], {})[0] if segments else []
+    head = os.path.basename(tokens[0]) if tokens else ""
+    if head in ("docker", "podman", "nerdctl") and len(tokens) > 2 and tokens[1] == "run":
+        image = _docker_split(tokens[2:])[1]
+        return (f": the image {image[:60]} is not one llmdoctor can tell the engine of, and the command after it "
+                "starts no engine entry point")
+    if head in ("vllm", "sglang") and len(tokens) > 1:
+        return f": `{head} {tokens[1][:30]}` is not a command llmdoctor reads (`{head} serve` is)"
+    return ""
 
 
 def _launcher_arguments(tokens: list[str], env: dict[str, str]) -> Launch:
@@ -351,7 +365,8 @@ def _entry(tokens: list[str], shape: str) -> Launch | None:
     return None
 
 
-def _docker(tokens: list[str]) -> Launch | None:
+def _docker_split(tokens: list[str]) -> tuple[dict[str, str], str, list[str]]:
+    """``docker run``'s words after ``run`` → (its ``-e`` environment, the image, the command after the image)."""
     env: dict[str, str] = {}
     i = 0
     while i < len(tokens) and tokens[i].startswith("-"):
@@ -369,7 +384,11 @@ def _docker(tokens: list[str]) -> Launch | None:
         i += 1
     if i >= len(tokens):
         raise InputError(f"{WHERE}: `docker run` without an image")
-    image, rest = tokens[i], tokens[i + 1:]
+    return env, tokens[i], tokens[i + 1:]
+
+
+def _docker(tokens: list[str]) -> Launch | None:
+    env, image, rest = _docker_split(tokens)
     engine = _engine_of_image(image)
     version = extract_version(image.rpartition(":")[2]) if ":" in image.rpartition("/")[2] else None
     entry = f"docker {image}"
