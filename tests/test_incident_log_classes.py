@@ -119,3 +119,17 @@ def test_the_v0_engine_start_line_names_vllm_and_its_release(tmp_path: Path) -> 
     is vLLM's (vllm/engine/llm_engine.py; 0.3.3 prints it without the version)."""
     facts = {f.key: f.value for f in read_log_input(str(_case_log("i099-vllm-5714", tmp_path))).facts}
     assert (facts["log.engine"], facts["log.version"]) == ("vllm", "0.5.0.post1")
+
+
+def test_a_launcher_passing_an_argument_of_a_later_release_is_the_engine_too_old(tmp_path: Path) -> None:
+    """hiyouga/LLaMA-Factory#6654 (i221): LLaMA-Factory builds AsyncEngineArgs(limit_mm_per_prompt=…) and vLLM 0.5.0
+    refuses the keyword; the flag catalogs' history has --limit-mm-per-prompt from 0.5.5, so the release is too old.
+    On a release that has the argument the same words are no such finding (something else refused it)."""
+    log = str(_case_log("i221-llamafactory-6654", tmp_path))
+    doc = _check("--log", log, "--engine-version", "0.5.0", "--symptom", "launch-failure")
+    assert doc["findings"][0]["id"] == "engine-too-old"
+    assert doc["facts"]["launch.kwargs_too_new"]["value"] == [{"argument": "limit_mm_per_prompt", "since": "0.5.5"}]
+    assert doc["facts"]["log.engine"]["value"] == "vllm"  # AsyncEngineArgs in the traceback
+    doc = _check("--log", log, "--engine-version", "0.6.4", "--symptom", "launch-failure")
+    assert "launch.kwargs_too_new" not in doc["facts"]
+    assert "engine-too-old" not in [f["id"] for f in doc["findings"]]

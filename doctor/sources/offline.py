@@ -309,6 +309,26 @@ def log_stats_facts(facts: Facts) -> None:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
 
 
+def engine_kwarg_facts(facts: Facts) -> None:
+    """``launch.kwargs_too_new``: the engine arguments a launcher passed (log.engine_kwargs_unknown) that a later
+    release of the engine has, by the flag catalogs' history (the argument's flag, ``--name-with-dashes``): the
+    release given is older than the launcher expects."""
+    names = facts.get("log.engine_kwargs_unknown")
+    engine = facts.get("launch.engine") or facts.get("log.engine")
+    version = facts.get("launch.version")
+    if not names or engine not in ("vllm", "sglang") or not version:
+        return
+    from doctor.engines.catalog import option_since
+    from doctor.versions import version_at_least
+
+    since = option_since(engine)
+    found = [{"argument": name, "since": since[flag]} for name in names
+             if (flag := "--" + name.replace("_", "-")) in since and not version_at_least(version, since[flag])]
+    if found:
+        facts.set("launch.kwargs_too_new", found, f"{facts.fact('log.engine_kwargs_unknown').source} against the "
+                  f"{engine} flag catalogs' history (the first release with each argument's flag)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -393,6 +413,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
     if (text is None or unread) and facts.get("log.engine"):  # no command read, but the log names the engine
         log_engine_facts(facts)
+    engine_kwarg_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 
