@@ -133,3 +133,14 @@ def test_a_launcher_passing_an_argument_of_a_later_release_is_the_engine_too_old
     doc = _check("--log", log, "--engine-version", "0.6.4", "--symptom", "launch-failure")
     assert "launch.kwargs_too_new" not in doc["facts"]
     assert "engine-too-old" not in [f["id"] for f in doc["findings"]]
+
+
+def test_a_skipped_model_module_alone_is_no_missing_dependency(tmp_path: Path) -> None:
+    """i075's own lines without the architecture refusal that follows them: SGLang skipped a model module (its Triton
+    build failed), but nothing ties that module to a failure, so it names nothing (healthy builds skip modules too)."""
+    text = _case_log("i075-sglang-4253", tmp_path).read_text(encoding="utf-8")
+    assert "Model architectures" in text
+    cut = tmp_path / "skipped-only.log"
+    cut.write_text("".join(line for line in text.splitlines(keepends=True) if "Model architectures" not in line),
+                   encoding="utf-8")
+    assert "engine-dependency-missing" not in _causes(cut)
