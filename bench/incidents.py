@@ -15,9 +15,9 @@ Scored: top-1 (the first finding is an expected cause), top-3 (one of the first 
 per engine; false leads blamed (a case marked `false_lead` whose innocent suspects appear among the findings);
 silent answers (no finding and no never-silent answer — unplaced lines and a differential — for a reported
 symptom); and the confusion list (what was named first
-instead, per expected cause). `--batch 1` restricts the run to batch 1 — batch 2 is measured blind, once, by
-the lead. `--check-baseline FILE` exits 1 when the worked batches' top-3 fell more than 2 points below the
-committed figure (.ci/run calls it).
+instead, per expected cause). `--batch N` restricts the run to batch N — a new batch is measured blind, once, by
+the lead, before anything is changed for it. `--check-baseline FILE` exits 1 when the worked batches' top-3 (the
+baseline's batches) fell more than 2 points below the committed figure (.ci/run calls it).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ def test_sglang_attn_dp_size_is_dp_attention_inside_tp() -> None:
                                     "--ep-size 8", "0.5.23"))
     old = layout_from_facts(_launch("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 "
                                     "--enable-dp-attention --ep-size 8", "0.5.16"))
-    assert new == old == Layout(gpus=8, attn_tp=1, kv_groups=8, pp=1, ep=8)
+    # the MoE layers stay tensor-parallel over all 8 (sglang 0.4.3 srt/layers/moe/fused_moe_triton/layer.py:272)
+    assert new == old == Layout(gpus=8, attn_tp=1, kv_groups=8, pp=1, ep=8, moe_tp=8)
 
 
 def test_sglang_without_dp_attention_is_replicas() -> None:

@@ -266,6 +266,9 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
                                                           inputs.server_info, inputs.nvidia_smi, inputs.log))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
                          "and --config, or the --symptom you see (see llmdoctor check --help)")
+    # Beside anything else, a command naming no launch llmdoctor reads is said, not fatal: the rest is still read.
+    inputs.command_optional = bool(endpoint or snapshot_file or symptoms or any((
+        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log)))
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
                                  sample_s=live.sample_s, pid=live.pid, snapshot=snapshot_file, offline=inputs,

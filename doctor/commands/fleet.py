@@ -275,8 +275,9 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
 
             launch = read_manifest(spec.manifest, "manifest")
             command, gpu = command or launch.command, gpu or launch.gpu
+        # every target has an endpoint: a command naming no launch llmdoctor reads is said, the server still checked
         offline = OfflineInputs(command=command, engine_version=spec.engine_version, config=spec.config, gpu=gpu,
-                                log=spec.log)
+                                log=spec.log, command_optional=True)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
                                      probes=FLEET_PROBES, unchecked=unchecked))

@@ -25,6 +25,7 @@ MAX_COMMAND_CHARS = 1 << 20
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "stdbuf"}
+_SHELLS = {"sh", "bash", "dash", "zsh"}
 _CONTROL = re.compile("[\x01-\x08\x0e-\x1f\ufff0-\uffff]")
 _YAML_HINT = re.compile(r"^\s*(-\s|(command|args|containers|spec|apiVersion|kind|image)\s*:)", re.MULTILINE)
 
@@ -204,7 +205,7 @@ def launch_segment(segments: list[list[str]], shape: str = "shell") -> tuple[int
         tokens, local_env = _strip_env(tokens, env)
         if not tokens:
             continue
-        launch = _entry(tokens, shape)
+        launch = _wrapped_entry(tokens, shape)
         if launch is not None:
             launch.env = {**env, **local_env, **launch.env}
             return index, launch
@@ -228,7 +229,21 @@ def _from_segments(segments: list[list[str]], shape: str) -> Launch:
     first = " ".join(segments[0][:3]) if segments else ""
     raise InputError(f"{WHERE}: no vLLM or SGLang launch found (expected `vllm serve`, "
                      f"`python -m sglang.launch_server`, `sglang serve`, or a vllm/vllm-openai or "
-                     f"lmsysorg/sglang image; saw {first[:60]!r})")
+                     f"lmsysorg/sglang image; saw {first[:60]!r}{_unread_why(segments)})")
+
+
+def _unread_why(segments: list[list[str]]) -> str:
+    """What was not understood, where a word says: an image llmdoctor cannot tell the engine of, a subcommand the
+    engine's CLI does not have."""
+    tokens = _strip_env(segments[0], {})[0] if segments else []
+    head = os.path.basename(tokens[0]) if tokens else ""
+    if head in ("docker", "podman", "nerdctl") and len(tokens) > 2 and tokens[1] == "run":
+        image = _docker_split(tokens[2:])[1]
+        return (f": the image {image[:60]} is not one llmdoctor can tell the engine of, and the command after it "
+                "starts no engine entry point")
+    if head in ("vllm", "sglang") and len(tokens) > 1:
+        return f": `{head} {tokens[1][:30]}` is not a command llmdoctor reads (`{head} serve` is)"
+    return ""
 
 
 def _launcher_arguments(tokens: list[str], env: dict[str, str]) -> Launch:
@@ -288,6 +303,40 @@ def _strip_env(tokens: list[str], env: dict[str, str]) -> tuple[list[str], dict[
     return tokens[i:], local
 
 
+def _wrapped_entry(tokens: list[str], shape: str) -> Launch | None:
+    """The engine launch in ``tokens``, also where a runner llmdoctor does not model starts it: ``uvx --with X
+    vllm serve …``, ``pipx run``, ``conda run -n env``, ``srun …``, ``ssh host …``, ``docker exec c …`` — the first
+    word from which an engine entry point reads is the launch, and the words before it are only its runner (said
+    in a note). ``sh -c "…"`` is read as the script it runs."""
+    launch = _entry(tokens, shape)
+    if launch is not None:
+        return launch
+    if len(tokens) >= 3 and os.path.basename(tokens[0]) in _SHELLS and tokens[1] in ("-c", "-lc", "-ec"):
+        found = launch_segment(split_shell(tokens[2]), shape)
+        return found[1] if found is not None else None
+    for start in range(1, len(tokens)):
+        head = os.path.basename(tokens[start])
+        if head not in ("vllm", "sglang") and not _PYTHON.match(head):
+            continue
+        inner_tokens, inner_env = _strip_env(tokens[start:], {})
+        launch = _entry(inner_tokens, shape) if inner_tokens else None
+        if launch is not None:
+            runner = " ".join(tokens[:start])
+            launch.env = {**inner_env, **launch.env}
+            launch.notes.append(f"started through `{runner[:80]}`: the engine's arguments are read from "
+                                f"`{launch.entry}` on")
+            return launch
+    return None
+
+
+def _script_module(path: str) -> str | None:
+    """The engine module a script path is (``python python/sglang/launch_server.py`` from a source checkout)."""
+    if not path.endswith(".py"):
+        return None
+    dotted = path[:-3].replace("\\", "/").replace("/", ".")
+    return next((m for m in _MODULES if dotted == m or dotted.endswith("." + m)), None)
+
+
 def _entry(tokens: list[str], shape: str) -> Launch | None:
     head = os.path.basename(tokens[0])
     if head == "vllm" and len(tokens) > 1 and tokens[1] == "serve":
@@ -306,13 +355,18 @@ def _entry(tokens: list[str], shape: str) -> Launch | None:
         elif i < len(tokens) and os.path.basename(tokens[i]) in ("vllm", "sglang"):
             # The console script run by its shebang: how `vllm serve` reads in /proc/PID/cmdline.
             return _entry(tokens[i:], shape)
+        elif i < len(tokens) and (module := _script_module(tokens[i])) is not None:
+            engine, entry = _MODULES[module]
+            return Launch(engine, entry, tokens[i + 1:], shape=shape,
+                          notes=[f"the script {tokens[i]} is the module {module}, run from a source checkout"])
         return None
     if head in ("docker", "podman", "nerdctl") and len(tokens) > 1 and tokens[1] == "run":
         return _docker(tokens[2:])
     return None
 
 
-def _docker(tokens: list[str]) -> Launch | None:
+def _docker_split(tokens: list[str]) -> tuple[dict[str, str], str, list[str]]:
+    """``docker run``'s words after ``run`` → (its ``-e`` environment, the image, the command after the image)."""
     env: dict[str, str] = {}
     i = 0
     while i < len(tokens) and tokens[i].startswith("-"):
@@ -330,12 +384,17 @@ def _docker(tokens: list[str]) -> Launch | None:
         i += 1
     if i >= len(tokens):
         raise InputError(f"{WHERE}: `docker run` without an image")
-    image, rest = tokens[i], tokens[i + 1:]
+    return env, tokens[i], tokens[i + 1:]
+
+
+def _docker(tokens: list[str]) -> Launch | None:
+    env, image, rest = _docker_split(tokens)
     engine = _engine_of_image(image)
     version = extract_version(image.rpartition(":")[2]) if ":" in image.rpartition("/")[2] else None
     entry = f"docker {image}"
     if rest:
-        inner = _entry(_strip_env(rest, env)[0], "docker") if not rest[0].startswith("-") else None
+        inner_tokens = _strip_env(rest, env)[0] if not rest[0].startswith("-") else []
+        inner = _wrapped_entry(inner_tokens, "docker") if inner_tokens else None
         if inner is not None:
             inner.env = {**env, **inner.env}
             inner.image, inner.image_version, inner.shape = image, version, "docker"
@@ -425,7 +484,7 @@ def _from_container(container: dict[str, Any]) -> Launch | None:
     image = container.get("image") if isinstance(container.get("image"), str) else None
     tokens = command + args
     # `sh -c "vllm serve ..."`: the launch is inside the script string
-    if len(tokens) >= 3 and os.path.basename(tokens[0]) in ("sh", "bash", "dash") and tokens[1] in ("-c", "-lc", "-ec"):
+    if len(tokens) >= 3 and os.path.basename(tokens[0]) in _SHELLS and tokens[1] in ("-c", "-lc", "-ec"):
         segments = split_shell(" ".join(tokens[2:]) if len(tokens) > 3 else tokens[2])
     else:
         segments = [tokens] if tokens else []

@@ -56,6 +56,12 @@ def _rule(keyword: str, pattern: str, flags: int = 0) -> _Rule:
 _VLLM_BANNER = _rule('█', r"█.*\bversion (\S+)\s*$", re.M)  # serve/utils/api_utils.py:347
 _VLLM_ENGINE = _rule('Initializing a V1 LLM engine', r"Initializing a V1 LLM engine \(v([^)\s]+)\)", re.M)  # v1/engine/core.py:133
 _VLLM_OLD_VERSION = _rule('vLLM API server version', r"vLLM API server version (\S+)", re.M)  # older releases
+#: a launcher that builds the engine's arguments itself (LLaMA-Factory, verl, …) passing one the release lacks:
+#: Python's TypeError from the generated EngineArgs / ServerArgs dataclass __init__
+_ENGINE_KWARG = _rule('unexpected keyword argument', r"__init__\(\) got an unexpected keyword argument '(\w+)'", re.M)
+_ENGINE_ARGS_CLASS = re.compile(r"\b(?:Async)?EngineArgs\b|\bServerArgs\b")
+#: the V0 engine's start line (vllm/engine/llm_engine.py:88 in 0.3.3, without the version; "(vX)" from 0.4)
+_VLLM_V0_ENGINE = _rule('Initializing an LLM engine', r"Initializing an LLM engine (?:\(v([^)\s]+)\) )?with config:", re.M)
 _VLLM_ARGS = _rule('non-default args: ', r"non-default args: (\{.*\})\s*$", re.M)  # serve/utils/api_utils.py:286
 _VLLM_KV = _rule('KV cache size: ',   # v1/core/kv_cache_utils.py:2328
     r"(GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens", re.M)
@@ -109,6 +115,10 @@ _SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_rep
     r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
     r"(?:.*?accept len: ([\d.]+),)?(?: accept rate: ([\d.]+),)?.*?#queue-req: (\d+)", re.M)
 _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
+#: a request refused at admission (managers/utils.py:282-285, 0.5.23; 0.4.3 :33-36): the limit is
+#: min(context_len - 1, KV pool tokens - 1) - 5 (managers/tp_worker.py:568-572, 0.5.23; 0.4.3 :110-114)
+_SGL_INPUT_LIMIT = _rule('exceeds the maximum allowed length',
+                         r"Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)", re.M)
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
@@ -251,6 +261,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     elif engine == "sglang":
         _sglang(scan, put)
     _problems(scan, put)
+    _engine_kwargs(scan, put, engine)
     _xid_events(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
@@ -271,6 +282,12 @@ def _engine(scan: _Scan, put: Any) -> str | None:
             put("log.engine", "vllm", what)
             put("log.version", m.group(1).lstrip("v"), what)
             return "vllm"
+    m = scan.first(_VLLM_V0_ENGINE)
+    if m:
+        put("log.engine", "vllm", "'Initializing an LLM engine' (the V0 engine)")
+        if m.group(1):
+            put("log.version", m.group(1).lstrip("v"), "'Initializing an LLM engine (vX)'")
+        return "vllm"
     if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS):
         put("log.engine", "vllm", "vLLM's start-up lines")
         return "vllm"
@@ -416,9 +433,29 @@ def _sglang(scan: _Scan, put: Any) -> None:
         put("log.stats", stats, "the last Decode batch line")
         if m.group(5) is not None:
             put("log.spec_accept_rate", float(m.group(5)), "the last Decode batch line's accept rate")
+    m = scan.last(_SGL_INPUT_LIMIT)
+    if m:
+        put("log.max_request_limit", int(m.group(2)) + 6,
+            "'exceeds the maximum allowed length' + 6: min(context length, KV pool tokens)")
     if scan.last(_SGL_READY):
         put("log.started", True, "'The server is fired up and ready to roll'")
     put("log.version", None, "SGLang does not print its version at start-up (ask GET /version or /server_info)")
+
+
+def _engine_kwargs(scan: _Scan, put: Any, engine: str | None) -> None:
+    """log.engine_kwargs_unknown, and the engine its argument class names when nothing else did (vLLM's
+    EngineArgs / AsyncEngineArgs, SGLang's ServerArgs)."""
+    found = scan.all(_ENGINE_KWARG)
+    kwargs = [m.group(1) for _, m in found]
+    cls = _ENGINE_ARGS_CLASS.search(scan.text) if kwargs else None
+    if cls is None:
+        return
+    scan.keep(cls)  # the excerpt (what check replays) keeps both lines
+    scan.kept.update(index for index, _ in found)
+    put("log.engine_kwargs_unknown", list(dict.fromkeys(kwargs))[:MAX_ITEMS],
+        f"'__init__() got an unexpected keyword argument' where {cls.group(0)} is built")
+    if engine is None:
+        put("log.engine", "sglang" if cls.group(0) == "ServerArgs" else "vllm", f"{cls.group(0)} in the traceback")
 
 
 def _problems(scan: _Scan, put: Any) -> None:

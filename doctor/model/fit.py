@@ -34,13 +34,19 @@ class Layout:
     kv_groups: int  # independent KV pools (DP attention ranks or DP replicas)
     pp: int
     ep: int  # 1 when experts are not sharded
+    #: GPUs the experts are split over by tensor parallelism when EP is off; 0: attn_tp. SGLang's DP attention keeps
+    #: the MoE layers tensor-parallel over the whole --tp-size while attention runs per DP rank
+    #: (sglang 0.4.3 srt/layers/dp_attention.py:16 attn_tp_size = tp_size // dp_size; the fused MoE layer takes the
+    #: whole TP group, srt/layers/moe/fused_moe_triton/layer.py:272)
+    moe_tp: int = 0
 
 
 def layout_from_facts(facts: Facts) -> Layout | None:
     """Read the parallel layout from launch.* facts (engine flags differ: SGLang's DP attention lives inside TP)."""
     engine = facts.get("launch.engine")
-    # No launch command: the fit question is "on these GPUs", so spread the model over all of them (TP).
-    tp_fact = facts.get("launch.tp") or (facts.get("gpu.count") if engine is None else None) or 1
+    # No launch command read (launch.tp is then absent, even where a log named the engine): the fit question is "on
+    # these GPUs", so spread the model over all of them (TP).
+    tp_fact = facts.get("launch.tp") or (facts.get("gpu.count") if "launch.tp" not in facts else None) or 1
     tp, dp, pp = _size(tp_fact), _size(facts.get("launch.dp")), _size(facts.get("launch.pp"))
     if tp is None or dp is None or pp is None:
         return None
@@ -51,12 +57,12 @@ def layout_from_facts(facts: Facts) -> Layout | None:
         attn_dp = facts.get("launch.flags.attn_dp_size")
         if isinstance(attn_dp, int) and attn_dp > 1:
             dp = attn_dp
-        gpus, attn_tp, groups = tp * pp, max(1, tp // dp), dp
+        gpus, attn_tp, groups, moe_tp = tp * pp, max(1, tp // dp), dp, tp
     else:
         # vLLM (-dp D -tp T: D engine ranks of T GPUs) and SGLang without DP attention (D replicas of T GPUs).
-        gpus, attn_tp, groups = tp * dp * pp, tp, dp
+        gpus, attn_tp, groups, moe_tp = tp * dp * pp, tp, dp, 0
     ep = (_size(facts.get("launch.ep")) or 1) if facts.get("launch.expert_parallel") is True else 1
-    return Layout(gpus=gpus, attn_tp=attn_tp, kv_groups=groups, pp=pp, ep=ep)
+    return Layout(gpus=gpus, attn_tp=attn_tp, kv_groups=groups, pp=pp, ep=ep, moe_tp=moe_tp)
 
 
 #: More GPUs in one parallel dimension than any deployment has: a typo (or a corrupt report), not a layout.
@@ -99,6 +105,9 @@ def weights_per_gpu(facts: Facts, layout: Layout) -> float | None:
         expert_copies = 1 + (redundant / routed if routed else 0)
         dense_part = (total - experts) / (layout.attn_tp * layout.pp)
         return dense_part + experts * expert_copies / (layout.ep * layout.pp)
+    if layout.moe_tp > layout.attn_tp and isinstance(experts, (int, float)) and 0 < experts <= total:
+        # the dense part (attention, embeddings, dense MLPs) counted whole per attention group: an upper bound
+        return (total - experts) / (layout.attn_tp * layout.pp) + experts / (layout.moe_tp * layout.pp)
     return total / (layout.attn_tp * layout.pp)
 
 

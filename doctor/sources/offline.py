@@ -72,6 +72,10 @@ class OfflineInputs:
     log_signatures: dict[str, list[dict[str, Any]]] | None = None
     #: seconds a repo id's lookup may take (its own thread; doctor/model/resolve.py); None: no bound of its own
     hub_budget_s: float | None = None
+    #: the command is one input among others (check with a log, a config, a symptom, …): one that names no launch
+    #: llmdoctor can read (a wrapper such as `xinference launch`, a script of the user's own) is said in a note and
+    #: the other inputs decide, instead of the run ending as bad input
+    command_optional: bool = False
 
 
 @dataclass
@@ -305,6 +309,26 @@ def log_stats_facts(facts: Facts) -> None:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
 
 
+def engine_kwarg_facts(facts: Facts) -> None:
+    """``launch.kwargs_too_new``: the engine arguments a launcher passed (log.engine_kwargs_unknown) that a later
+    release of the engine has, by the flag catalogs' history (the argument's flag, ``--name-with-dashes``): the
+    release given is older than the launcher expects."""
+    names = facts.get("log.engine_kwargs_unknown")
+    engine = facts.get("launch.engine") or facts.get("log.engine")
+    version = facts.get("launch.version")
+    if not names or engine not in ("vllm", "sglang") or not version:
+        return
+    from doctor.engines.catalog import option_since
+    from doctor.versions import version_at_least
+
+    since = option_since(engine)
+    found = [{"argument": name, "since": since[flag]} for name in names
+             if (flag := "--" + name.replace("_", "-")) in since and not version_at_least(version, since[flag])]
+    if found:
+        facts.set("launch.kwargs_too_new", found, f"{facts.fact('log.engine_kwargs_unknown').source} against the "
+                  f"{engine} flag catalogs' history (the first release with each argument's flag)")
+
+
 def workload_facts(workload: Workload) -> Facts:
     out = Facts()
     if workload.context is not None:
@@ -350,6 +374,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     if inputs.log or inputs.log_excerpt:
         facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
+    unread = False  # a --command given that names no launch llmdoctor reads (command_optional)
     if text is None:  # no --command: the one the server reports, the listening process's argv, the log's
         for key in ("server.launch_command", "process.argv", "log.launch_command"):
             if key == "process.argv" and facts.get(key) and not _names_an_engine(facts.get(key)):
@@ -368,9 +393,15 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             command, launch = command_facts(text, version, engine=facts.get("server.engine"),
                                             observed=origin != "--command")
         except InputError as exc:
-            if origin == "--command":
+            from doctor.engines.shapes import WHERE
+
+            if origin == "--command" and not (inputs.command_optional and str(exc).startswith(WHERE)):
                 raise
             facts.error("launch", f"{origin} is not a launch command llmdoctor can read: {exc}")
+            if origin == "--command":
+                unread = True
+                gathered.notes.append(f"{exc} — the command was not read (its flags are not checked); the other "
+                                      "inputs were")
         else:
             gathered.command = command
             # What a server reports of its resolved configuration beats what its command line says.
@@ -378,10 +409,11 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(parser_since_facts(command), overwrite=False)
             facts.update(spelling_facts(command), overwrite=False)
             gathered.notes.extend(placeholder_notes(command))
-    elif inputs.engine_version:
+    if (text is None or unread) and inputs.engine_version:
         facts.set("launch.version", inputs.engine_version, "--engine-version")
-    if text is None and facts.get("log.engine"):  # no command, but the log says which engine (and release)
+    if (text is None or unread) and facts.get("log.engine"):  # no command read, but the log names the engine
         log_engine_facts(facts)
+    engine_kwarg_facts(facts)
     if "launch" not in _namespaces(facts):
         facts.error("launch", "no launch command (pass --command, or --endpoint of a server that reports it)")
 

@@ -1,0 +1,146 @@
+"""Log wordings of whole classes of start-up failures, read on the reporters' own log lines (the benchmark's worked
+cases, bench/incidents/<id>.yaml, each with its thread's URL), and the healthy real engines' logs that must not
+name them.
+
+Each class is one signature in its cause's file (playbooks/causes/<id>.yaml, `seen:` says where the wording comes
+from); the cases below are examples of the class, not the rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from doctor.logs.source import read_log_input
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "bench" / "incidents"
+LIVE = ROOT / "fixtures" / "live"
+#: only worked batches are read here (a blind batch is never run before it is measured)
+WORKED = {1, 2, 3}
+
+
+def _case_log(case_id: str, tmp_path: Path) -> Path:
+    data = yaml.safe_load((CASES / f"{case_id}.yaml").read_text(encoding="utf-8"))
+    assert int(data["batch"]) in WORKED
+    path = tmp_path / f"{case_id}.log"
+    path.write_text(data["evidence"]["log"], encoding="utf-8")
+    return path
+
+
+def _causes(path: Path) -> list[str]:
+    facts = {f.key: f.value for f in read_log_input(str(path)).facts}
+    return facts.get("log.causes", [])
+
+
+@pytest.mark.parametrize("case_id, why", [
+    ("i311-sglang-7942", "a traceback cut inside module-level imports (the exception line past the cut)"),
+    ("i335-sparkrun-127", "the same, inside vllm/entrypoints/cli/__init__.py's imports"),
+    ("i312-sglang-5002", "a shared library not on the loader's path (libnvrtc.so.12)"),
+    ("i318-sglang-2552", "`cannot import name` behind Xinference's [address=…, pid=…] prefix"),
+    ("i309-sglang-4985", "SGLang's 'X is not installed. Please install it' (torch_memory_saver_adapter.py:21)"),
+    ("i065-flashinfer-794", "flashinfer's 'with minimum required version … is not installed. Please uninstall'"),
+    ("i075-sglang-4253", "SGLang skipped its DeepSeek module because Triton's gcc build failed, then refused the arch"),
+])
+def test_import_time_failures_name_the_missing_dependency(case_id: str, why: str, tmp_path: Path) -> None:
+    assert "engine-dependency-missing" in _causes(_case_log(case_id, tmp_path)), why
+
+
+@pytest.mark.parametrize("case_id, cause", [
+    ("i096-dgx-spark-playbooks-63", "tp-exceeds-visible-gpus"),  # vllm/v1/executor/ray_utils.py:331's warning
+    ("i230-mineru-3416", "gpu-arch-unsupported"),  # SGLang's sm75 minimum, as a launcher re-spaced it
+    ("i183-vllm-51964", "gpu-arch-unsupported"),  # a ROCm kernel built for gfx950 only, on gfx942
+    ("i325-vllm-10990", "engine-too-old"),  # the registry's refusal, the excerpt cut inside "for now"
+    ("i307-unsloth-1380", "quantization-not-detected"),  # a bitsandbytes quant-state tensor no layer takes
+    ("i042-vllm-3676", "max-model-len-over-model-limit"),  # raised as ValueError: the refusal, not the warning
+])
+def test_start_up_refusals_in_other_wordings(case_id: str, cause: str, tmp_path: Path) -> None:
+    assert cause in _causes(_case_log(case_id, tmp_path))
+
+
+def test_a_vllm_warning_about_its_own_extension_is_not_a_missing_dependency(tmp_path: Path) -> None:
+    """i013: vLLM 0.5 logs `Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared
+    object file …')` as a warning and starts; the server then failed on bf16 (the case's settled cause)."""
+    assert "engine-dependency-missing" not in _causes(_case_log("i013-glm-4-510", tmp_path))
+
+
+@pytest.mark.parametrize("name", ["sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"])
+def test_healthy_real_starts_name_no_missing_dependency(name: str) -> None:
+    """The real CPU engines' healthy logs: SGLang's "Ignore import error when loading sglang.srt.models.…: cannot
+    import name …" lines are model modules a healthy server skips, not a missing dependency."""
+    path = LIVE / name
+    text = path.read_text(encoding="utf-8")
+    if name.startswith("sglang"):
+        assert "Ignore import error when loading" in text and "cannot import name" in text
+    assert "engine-dependency-missing" not in _causes(path)
+
+
+def test_the_over_limit_warning_is_not_the_refusal(tmp_path: Path) -> None:
+    """vLLM with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 logs the same words as a warning (vllm/config/model.py:2659-2660):
+    the -allowed cause, not the refusal, even though both start "User-specified max_model_len"."""
+    path = tmp_path / "warning.log"
+    path.write_text("WARNING 03-01 10:00:00 config.py:1999] User-specified max_model_len (16384) is greater than the "
+                    "derived max_model_len (max_position_embeddings=8192 or model_max_length=None in model's "
+                    "config.json).\n", encoding="utf-8")
+    causes = _causes(path)
+    assert "max-model-len-over-model-limit-allowed" in causes and "max-model-len-over-model-limit" not in causes
+
+
+def _check(*args: str) -> dict:
+    import json
+
+    from tests.conftest import run_cli
+
+    proc = run_cli("check", "--offline", "--format", "json", *args, env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode in (0, 1, 5), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_sglang_refusing_a_request_below_its_context_length_is_the_kv_pool(tmp_path: Path) -> None:
+    """sgl-project/sglang#4048 (i046): `--context-length 163840`, and the scheduler refuses a 160k request at 59862
+    tokens — min(context, pool) (managers/tp_worker.py:568-572) is the pool's. At a context length equal to the
+    limit the same line is a request longer than the context, not a pool too small."""
+    data = yaml.safe_load((CASES / "i046-sglang-4048.yaml").read_text(encoding="utf-8"))
+    log = _case_log("i046-sglang-4048", tmp_path)
+    config = str(ROOT / "fixtures" / "configs" / "deepseek-ai__DeepSeek-R1.json")
+    doc = _check("--command", data["evidence"]["command"], "--config", config, "--log", str(log),
+                 "--symptom", "launch-failure")
+    [finding] = [f for f in doc["findings"] if f["id"] == "kv-cache-too-small-for-max-len"]
+    assert "--context-length" in finding["fix"] and "59868" in finding["fix"]
+    at_limit = data["evidence"]["command"].replace("--context-length 163840", "--context-length 59868")
+    doc = _check("--command", at_limit, "--config", config, "--log", str(log), "--symptom", "launch-failure")
+    assert "kv-cache-too-small-for-max-len" not in [f["id"] for f in doc["findings"]]
+
+
+def test_the_v0_engine_start_line_names_vllm_and_its_release(tmp_path: Path) -> None:
+    """vllm-project/vllm#5714 (i099): the V0 engine's "Initializing an LLM engine (v0.5.0.post1) with config:" line
+    is vLLM's (vllm/engine/llm_engine.py; 0.3.3 prints it without the version)."""
+    facts = {f.key: f.value for f in read_log_input(str(_case_log("i099-vllm-5714", tmp_path))).facts}
+    assert (facts["log.engine"], facts["log.version"]) == ("vllm", "0.5.0.post1")
+
+
+def test_a_launcher_passing_an_argument_of_a_later_release_is_the_engine_too_old(tmp_path: Path) -> None:
+    """hiyouga/LLaMA-Factory#6654 (i221): LLaMA-Factory builds AsyncEngineArgs(limit_mm_per_prompt=…) and vLLM 0.5.0
+    refuses the keyword; the flag catalogs' history has --limit-mm-per-prompt from 0.5.5, so the release is too old.
+    On a release that has the argument the same words are no such finding (something else refused it)."""
+    log = str(_case_log("i221-llamafactory-6654", tmp_path))
+    doc = _check("--log", log, "--engine-version", "0.5.0", "--symptom", "launch-failure")
+    assert doc["findings"][0]["id"] == "engine-too-old"
+    assert doc["facts"]["launch.kwargs_too_new"]["value"] == [{"argument": "limit_mm_per_prompt", "since": "0.5.5"}]
+    assert doc["facts"]["log.engine"]["value"] == "vllm"  # AsyncEngineArgs in the traceback
+    doc = _check("--log", log, "--engine-version", "0.6.4", "--symptom", "launch-failure")
+    assert "launch.kwargs_too_new" not in doc["facts"]
+    assert "engine-too-old" not in [f["id"] for f in doc["findings"]]
+
+
+def test_a_skipped_model_module_alone_is_no_missing_dependency(tmp_path: Path) -> None:
+    """i075's own lines without the architecture refusal that follows them: SGLang skipped a model module (its Triton
+    build failed), but nothing ties that module to a failure, so it names nothing (healthy builds skip modules too)."""
+    text = _case_log("i075-sglang-4253", tmp_path).read_text(encoding="utf-8")
+    assert "Model architectures" in text
+    cut = tmp_path / "skipped-only.log"
+    cut.write_text("".join(line for line in text.splitlines(keepends=True) if "Model architectures" not in line),
+                   encoding="utf-8")
+    assert "engine-dependency-missing" not in _causes(cut)
