@@ -21,6 +21,8 @@ from conftest import ROOT
 from doctor.logs import catalog as cat
 from doctor.logs.catalog import scan
 from doctor.logs.catalog_map import how_mapped
+from doctor.logs.parse import log_facts
+from doctor.logs.read import LogText
 from doctor.logs.source import signatures
 
 #: Templates that fire in those logs and rightly name no specific cause, by why.
@@ -86,10 +88,12 @@ def _fired() -> dict[str, tuple[str | None, bool, list[str]]]:
         version = str(case["version"]) if case.get("version") else None
         lines = str(case["evidence"]["log"]).splitlines()
         patterns = _patterns(case["engine"])
+        # a log whose server started: what start-up code raised did not stop it (doctor/logs/catalog_facts.py)
+        started = log_facts(LogText("case", tuple(lines), 0)).facts.get("log.started") is True
         for index, m in scan(lines, case["engine"], version):
             entry = cat.load(m.catalog).templates[m.template]
             cause, kind = how_mapped(m.catalog, m.template, entry, m.sites)
-            specific = cause if kind not in (None, "stage") else None
+            specific = cause if kind not in (None, "stage") and not (started and m.by_place) else None
             named = next((c for c, pattern in patterns if pattern.search(lines[index])), None)
             known = fired.setdefault(m.template, (specific, False, []))
             fired[m.template] = (specific, known[1] or named is not None, [*known[2], case["id"]])

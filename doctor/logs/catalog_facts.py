@@ -38,7 +38,7 @@ def describe(m: TemplateMatch) -> dict[str, Any]:
 def refusal(m: TemplateMatch) -> str:
     """The check behind a matched line, in words a fix quotes: the condition that raised it and where, the values
     the message printed, the flags it names (doctor/logs/catalog_map.py ``flags_named``)."""
-    from doctor.logs.catalog_map import flags_named
+    from doctor.logs.catalog_map import config_class_flags, flags_named
 
     site = m.sites[0] if m.sites else None
     if site is None:
@@ -57,6 +57,8 @@ def refusal(m: TemplateMatch) -> str:
     flags = flags_named(m.catalog, site.file, site.guard or "", " ".join(p for p in parts if isinstance(p, str)))
     if flags:
         out += "; the flags it names: " + ", ".join(flags)
+    elif group := config_class_flags(m.catalog, site.file):
+        out += "; the flags of the config class it checks: " + ", ".join(group[:8]) + (", …" if len(group) > 8 else "")
     return out
 
 

@@ -116,6 +116,28 @@ def setting_names(catalog: str, groups: tuple[str, ...] | None = None) -> dict[s
     return out
 
 
+@lru_cache(maxsize=256)
+def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
+    """The flags of the config class a vLLM config module defines (``vllm/config/profiler.py`` → ProfilerConfig's
+    fields and --profiler-config, by the module's name; the flag catalog records each flag's config field): what a
+    refusal raised there,
+    whose words name no flag, is about. Empty for other files."""
+    m = re.fullmatch(r"vllm/config/(\w+)\.py", file)
+    if catalog != "vllm" or m is None:
+        return ()
+    from doctor.engines.catalog import load_catalog
+
+    out = []
+    for spec in load_catalog(catalog).flags:
+        group = (spec.field or "").partition(".")[0]
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", group.removesuffix("Config")).lower()
+        # the class's own fields, and the JSON flag that holds the whole class (--profiler-config)
+        whole = spec.field == f"VllmConfig.{m.group(1)}_config"
+        if ((group.endswith("Config") and snake == m.group(1)) or whole) and spec.options:
+            out.append(spec.options[0])
+    return tuple(dict.fromkeys(out))
+
+
 def _alternation(names: Any, blank: bool) -> str:
     """The identifiers as one regex alternation; ``blank``: their underscores also as blanks."""
     sep = "[_ -]" if blank else "[_-]"
@@ -253,10 +275,24 @@ def mapping(catalog: str, tid: str, entry: dict[str, Any],
     ids, selectors = _signatures()
     if (catalog, tid) in ids:
         return ids[(catalog, tid)], None
-    for _n, cause, cat, select in selectors:
+    best: tuple[Any, int, str, dict[str, Any]] | None = None
+    for rank, cause, cat, select in selectors:
+        if best is not None and rank != best[0]:
+            break
         if cat == catalog and selects(catalog, select, entry, sites):
-            return cause, select
-    return None, None
+            # of equally ranked selectors, the one whose module glob fits the site closest (speculative decoding's
+            # ``vllm/config/speculative.py`` before every config module's ``vllm/config/*``)
+            fit = _module_fit(select, sites if sites is not None else entry.get("sites", ()))
+            if best is None or fit > best[1]:
+                best = (rank, fit, cause, select)
+    return (best[2], best[3]) if best else (None, None)
+
+
+def _module_fit(select: dict[str, Any], sites: Any) -> int:
+    """The literal length of the longest of a selector's module globs that matches one of the sites (0: none given)."""
+    globs = _as_tuple(select.get("module", ()))
+    files = [s["file"] if isinstance(s, dict) else s.file for s in sites]
+    return max((len(g.replace("*", "")) for g in globs if any(fnmatchcase(f, g) for f in files)), default=0)
 
 
 #: How specific a mapping is, from most to least (docs/error-catalog.md counts each).
