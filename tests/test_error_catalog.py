@@ -312,3 +312,20 @@ def test_a_local_variable_does_not_name_a_setting() -> None:
     # a piece of a longer flag is not that flag: --weight-cache-master-port does not name --master-port
     assert flags_named("vllm", "vllm/entrypoints/cli/preload.py", "",
                        "--weight-cache-draft-master-port must differ from --weight-cache-master-port") == []
+
+
+def test_a_config_error_inside_pydantics_line_is_matched_to_its_template() -> None:
+    """vLLM's config classes are pydantic dataclasses: a check they raise prints inside pydantic's line
+    (``  Value error, <message> [type=value_error, input_value=…]``). In the incident benchmark's real logs every
+    such line is matched to the engine's template of the message (bench/incidents/, each with its thread's URL)."""
+    import yaml
+
+    lines = []
+    for path in sorted((ROOT / "bench" / "incidents").glob("i*.yaml")):
+        case = yaml.safe_load(path.read_text(encoding="utf-8"))
+        log = str((case.get("evidence") or {}).get("log") or "")
+        lines += [(case["id"], line) for line in log.splitlines() if "Value error, " in line and "[type=value_error" in line]
+    assert lines, "no incident log has pydantic's full line (i163-vllm-28981 did)"
+    for case_id, line in lines:
+        match = cat.match_line(line, "vllm", None)
+        assert match is not None and match.catalog == "vllm" and match.cause, (case_id, line, match)

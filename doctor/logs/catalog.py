@@ -356,4 +356,4 @@ _DIGITS = re.compile(r"\d+")
 #: pydantic-core's line for an error raised in a validator (``  Value error, max_cpu_loras (2) must be >= max_loras
 #: (4). [type=value_error, input_value=…, input_type=ArgsKwargs]``, real vLLM 0.32.0 CPU,
 #: tests/realengine/test_vllm_refusals.py): the engine's own message is the part between.
-_PYDANTIC = re.compile(r"^\s*(?:Value error|Assertion failed), (.*?) \[type=(?:value|assertion)_error\b.*$")
+_PYDANTIC = re.compile(r"\b(?:Value error|Assertion failed), (.*?) \[type=(?:value|assertion)_error\b.*$")
