@@ -241,3 +241,91 @@ def test_the_doc_is_generated_from_the_tables() -> None:
 def test_a_long_line_is_cut_before_matching() -> None:
     noise = "".join(random.Random(1).choice("ab ") for _ in range(100_000))
     assert cat.match_line(noise, "vllm", None) is None
+
+
+# ------------------------------------------------------------------------------------------- specific fixes
+@functools.cache
+def _specific_refusals(engine: str) -> list[str]:
+    """The newest release's start-up refusals mapped by setting or subsystem (not by a rule of their own)."""
+    from doctor.logs.catalog_map import how_mapped
+
+    catalog = cat.load(engine)
+    at = len(catalog.releases) - 1
+    out = []
+    for tid, entry in sorted(catalog.templates.items()):
+        sites = [s for s in entry["sites"] if catalog._order[s["since"]] <= at <= catalog._order[s["until"]]
+                 and s["kind"] == "raise" and startup_class(engine, s["file"])]
+        if sites and how_mapped(engine, tid, entry, sites)[1] in ("setting", "subsystem"):
+            out.append(tid)
+    return out
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_a_refusal_mapped_by_construction_has_a_fix_that_quotes_its_check(engine: str, data) -> None:
+    """Render a start-up refusal the catalog maps by the setting its check names or the subsystem it is raised in,
+    read it back as `check --log` does: the cause's fix carries that check (its condition and file:line), the
+    values the line printed, and, when mapped by setting, the flag."""
+    from doctor.facts import Facts
+    from doctor.logs.catalog_facts import catalog_facts
+    from doctor.playbook.engine import render_fix
+    from doctor.playbook.loader import load_playbooks
+
+    catalog = cat.load(engine)
+    tid = data.draw(st.sampled_from(_specific_refusals(engine)))
+    parts = catalog.templates[tid]["parts"]
+    line = "ValueError: " + _render(parts, data.draw)
+    facts = Facts()
+    _, named = catalog_facts([line], engine, catalog.releases[-1], facts.set, started=False)
+    match = cat.match_line(line, engine, catalog.releases[-1])
+    if match is None or match.template != tid:  # another template reads the same line (the property test's case)
+        return
+    assert named and named[0]["cause"] == match.cause, (tid, named)
+    fix = render_fix(load_playbooks().causes[match.cause], facts)
+    site = match.sites[0]
+    assert f"{site.file}:{site.line}" in fix, (tid, fix)
+    guard = " ".join(site.guard.split())[:200]
+    assert (f"`{guard}`" if guard else "unconditionally") in fix, (tid, fix)
+    for value in match.ordered:
+        assert str(value)[:60] in fix or not str(value).strip(), (tid, value, fix)
+    from doctor.logs.catalog_map import flags_named, how_mapped
+
+    if how_mapped(engine, tid, catalog.templates[tid], match.sites)[1] == "setting":
+        text = " ".join(p for p in parts if isinstance(p, str))
+        for flag in flags_named(engine, site.file, site.guard, text):
+            assert flag in fix, (tid, flag, fix)
+
+
+def test_a_local_variable_does_not_name_a_setting() -> None:
+    """vLLM's safetensors prefetch check (``if block_size < 1`` in the weight loader, its own variable) is not the
+    KV cache's --block-size: outside the argument modules a condition names a setting only as an attribute, a
+    message only as the identifier or the flag."""
+    from doctor.logs.catalog_map import flags_named, how_mapped
+
+    catalog = cat.load("vllm")
+    tid, entry = next((t, e) for t, e in catalog.templates.items()
+                      if "safetensors prefetch block size" in str(e["parts"]))
+    site = entry["sites"][-1]
+    assert flags_named("vllm", site["file"], site["guard"], str(entry["parts"][0])) == []
+    assert how_mapped("vllm", tid, entry) == ("checkpoint-load-failed", "subsystem")
+    # a piece of a longer flag is not that flag: --weight-cache-master-port does not name --master-port
+    assert flags_named("vllm", "vllm/entrypoints/cli/preload.py", "",
+                       "--weight-cache-draft-master-port must differ from --weight-cache-master-port") == []
+
+
+def test_a_config_error_inside_pydantics_line_is_matched_to_its_template() -> None:
+    """vLLM's config classes are pydantic dataclasses: a check they raise prints inside pydantic's line
+    (``  Value error, <message> [type=value_error, input_value=…]``). In the incident benchmark's real logs every
+    such line is matched to the engine's template of the message (bench/incidents/, each with its thread's URL)."""
+    import yaml
+
+    lines = []
+    for path in sorted((ROOT / "bench" / "incidents").glob("i*.yaml")):
+        case = yaml.safe_load(path.read_text(encoding="utf-8"))
+        log = str((case.get("evidence") or {}).get("log") or "")
+        lines += [(case["id"], line) for line in log.splitlines() if "Value error, " in line and "[type=value_error" in line]
+    assert lines, "no incident log has pydantic's full line (i163-vllm-28981 did)"
+    for case_id, line in lines:
+        match = cat.match_line(line, "vllm", None)
+        assert match is not None and match.catalog == "vllm" and match.cause, (case_id, line, match)

@@ -269,6 +269,8 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
     (a template the release does not print still matches, with ``in_release`` False, when no template of
     that release does). The outermost template wins (a message that quotes another), then the most specific."""
     line = line[:MAX_LINE]
+    if "error, " in line or "failed, " in line:  # vLLM's config classes are pydantic dataclasses: their message
+        line = _PYDANTIC.sub(r"\1", line)       # is printed inside pydantic's "Value error, … [type=…]"
     words = {w.lower() for w in _WORD.findall(line)}
     best: tuple[tuple[int, int], Catalog, str, re.Match[str]] | None = None
     for name in SEARCH.get(engine, SEARCH[None]):
@@ -351,3 +353,7 @@ _QUIET = re.compile(r"^[^\n]{0,80}?\b(?:INFO|DEBUG)(?::\s| \d\d-\d\d )")
 #: Numbers (time stamps, counters, pids) make two printings of one message differ; a line that differs from an
 #: earlier one only in its numbers is the same template (its values are the first printing's).
 _DIGITS = re.compile(r"\d+")
+#: pydantic-core's line for an error raised in a validator (``  Value error, max_cpu_loras (2) must be >= max_loras
+#: (4). [type=value_error, input_value=…, input_type=ArgsKwargs]``, real vLLM 0.32.0 CPU,
+#: tests/realengine/test_vllm_refusals.py): the engine's own message is the part between.
+_PYDANTIC = re.compile(r"\b(?:Value error|Assertion failed), (.*?) \[type=(?:value|assertion)_error\b.*$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from doctor.logs.catalog import TemplateMatch, scan
+from doctor.logs.catalog import TemplateMatch, load, scan
 from doctor.redact import redact_text
 
 #: Excerpt lines the facts quote at most (a crash loop prints the same refusal hundreds of times).
@@ -35,6 +35,33 @@ def describe(m: TemplateMatch) -> dict[str, Any]:
             "in_release": m.in_release}
 
 
+def refusal(m: TemplateMatch) -> str:
+    """The check behind a matched line, in words a fix quotes: the condition that raised it and where, the values
+    the message printed, the flags it names (doctor/logs/catalog_map.py ``flags_named``)."""
+    from doctor.logs.catalog_map import config_class_flags, flags_named
+
+    site = m.sites[0] if m.sites else None
+    if site is None:
+        return f'the engine\'s "{m.text[:120]}"'
+    releases = f"{m.since}–{m.until}" if m.since != m.until else m.since
+    where = f"{site.where} ({site.function}, {m.catalog} {releases})"
+    guard = " ".join((site.guard or "").split())
+    out = f"the engine raises it when `{guard[:200]}` holds, at {where}" if guard else \
+        f"the engine raises it unconditionally at {where}"
+    parts = load(m.catalog).templates[m.template]["parts"]  # type: ignore[union-attr] - the catalog matched it
+    holes = [p["hole"] for p in parts if not isinstance(p, str)]
+    values = [f"{name}={redact_text(str(value))[:60]}" for name, value in zip(holes, m.ordered, strict=False)
+              if name and str(value).strip()]
+    if values:
+        out += "; the message printed " + ", ".join(dict.fromkeys(values))
+    flags = flags_named(m.catalog, site.file, site.guard or "", " ".join(p for p in parts if isinstance(p, str)))
+    if flags:
+        out += "; the flags it names: " + ", ".join(flags)
+    elif group := config_class_flags(m.catalog, site.file):
+        out += "; the flags of the config class it checks: " + ", ".join(group[:8]) + (", …" if len(group) > 8 else "")
+    return out
+
+
 def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, version: str | None,
                   put: Any, *, started: bool | None = None) -> tuple[list[int], list[dict[str, str]]]:
     """Put the ``log.catalog.*`` and ``log.kv_refusal.*`` facts; return the line indices to keep in the
@@ -46,6 +73,7 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
     if not matches:
         return [], []
     seen: dict[str, dict[str, Any]] = {}
+    refusals: dict[str, str] = {}
     kept: list[int] = []
     named: list[dict[str, str]] = []
     for index, m in matches:
@@ -62,6 +90,10 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             seen[m.template]["severity"] = "critical"
         if m.cause:
             named.append({"cause": m.cause, "line": redact_text(m.message)[:300]})
+            key = f"log.refusal.{m.cause.replace('-', '_')}"
+            if key not in refusals:
+                refusals[key] = refusal(m)
+                put(key, refusals[key], f"the check behind {m.template} ({m.where})")
             if m.cause == "kv-cache-too-small-for-max-len":
                 _kv_refusal(m, put)
     found = list(seen.values())

@@ -17,12 +17,17 @@ A cause claims templates in its ``log_signatures`` (one file per cause, playbook
   | `names`    | the site's guarding condition or the template's text names one of the engine's   |
   |            | settings: a list of identifiers, or `{groups: [...], also: [...]}` — the flags    |
   |            | whose field is in those groups of the engine's flag catalog (vLLM's config class, |
-  |            | `ParallelConfig`; SGLang's argument group, `Parallel`), by dest and field name     |
+  |            | `ParallelConfig`; SGLang's argument group, `Parallel`; `groups: "*"`: every flag), |
+  |            | by dest and field name. Outside the argument modules a condition names a setting  |
+  |            | only as an attribute (`self.block_size`) and a message only as the identifier or   |
+  |            | the flag: a bare `block_size` there is the function's own variable                |
 
 A template id beats a selector; among selectors, what the message says (``words``) beats the setting its
-condition names (``names``), which beats where it is raised; then more keys; then the cause id's order.
-``names`` is how the start-up refusals are mapped by construction rather than one at a time: a template raised
-under ``if self.tensor_parallel_size …`` (or saying "tensor parallel size") is about the parallel layout.
+condition names (``names``; a named group before every flag), which beats the subsystem it is raised in
+(``module``), which beats the start-up stage alone (``startup``); then more keys; then the cause id's order.
+``names`` and ``module`` are how the start-up refusals are mapped by construction rather than one at a time: a
+template raised under ``if self.tensor_parallel_size …`` (or saying "tensor parallel size") is about the parallel
+layout; one raised in ``vllm/config/speculative.py`` is about speculative decoding (``how_mapped`` below).
 """
 
 from __future__ import annotations
@@ -90,32 +95,108 @@ def _as_tuple(value: Any) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-@lru_cache(maxsize=64)
-def _names_pattern(catalog: str, groups: tuple[str, ...], also: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One regex for the identifiers a ``names`` selector stands for: ``also`` and, for each flag of the engine's
-    newest flag catalog whose field is in ``groups``, its dest and field name. An identifier matches as a whole
-    word, its underscores also as blanks or hyphens (a message says "tensor parallel size", a hint
-    "--tensor-parallel-size")."""
-    names = set(also)
-    if groups and catalog in ("vllm", "sglang"):
-        from doctor.engines.catalog import load_catalog
+@lru_cache(maxsize=8)
+def setting_names(catalog: str, groups: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Identifier → the flag it is (``tensor_parallel_size`` → ``--tensor-parallel-size``): for each flag of the
+    engine's newest flag catalog whose field is in ``groups`` (None: every group), its dest and field name.
 
-        for spec in load_catalog(catalog).flags:
-            group, _, field = (spec.field or "").partition(".")
-            if group in groups:
-                # a compound identifier only: a one-word field (``model``, ``method``, ``backend``) is also an
-                # ordinary word of other messages
-                names.update(n for n in (spec.dest, field) if n and "_" in n.strip("_"))
+    Compound identifiers only: a one-word field (``model``, ``method``, ``backend``) is also an ordinary word of
+    other messages."""
+    out: dict[str, str] = {}
+    if catalog not in ("vllm", "sglang"):
+        return out
+    from doctor.engines.catalog import load_catalog
+
+    for spec in load_catalog(catalog).flags:
+        group, _, field = (spec.field or "").partition(".")
+        if (groups is None or group in groups) and spec.options:
+            for name in (spec.dest, field):
+                if name and "_" in name.strip("_"):
+                    out.setdefault(name, spec.options[0])
+    return out
+
+
+@lru_cache(maxsize=256)
+def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
+    """The flags of the config class a vLLM config module defines (``vllm/config/profiler.py`` → ProfilerConfig's
+    fields and --profiler-config, by the module's name; the flag catalog records each flag's config field): what a
+    refusal raised there,
+    whose words name no flag, is about. Empty for other files."""
+    m = re.fullmatch(r"vllm/config/(\w+)\.py", file)
+    if catalog != "vllm" or m is None:
+        return ()
+    from doctor.engines.catalog import load_catalog
+
+    out = []
+    for spec in load_catalog(catalog).flags:
+        group = (spec.field or "").partition(".")[0]
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", group.removesuffix("Config")).lower()
+        # the class's own fields, and the JSON flag that holds the whole class (--profiler-config)
+        whole = spec.field == f"VllmConfig.{m.group(1)}_config"
+        if ((group.endswith("Config") and snake == m.group(1)) or whole) and spec.options:
+            out.append(spec.options[0])
+    return tuple(dict.fromkeys(out))
+
+
+def _alternation(names: Any, blank: bool) -> str:
+    """The identifiers as one regex alternation; ``blank``: their underscores also as blanks."""
+    sep = "[_ -]" if blank else "[_-]"
+    return "|".join(re.escape(n).replace("_", sep) for n in sorted(names, key=len, reverse=True))
+
+
+@lru_cache(maxsize=64)
+def _names_patterns(catalog: str, groups: tuple[str, ...] | None,
+                    also: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None:
+    """Three regexes for the identifiers a ``names`` selector stands for (``also`` and, by ``groups``, the flags of
+    setting_names), from loosest to strictest:
+
+    - ``prose``: as a whole word, its underscores also as blanks or hyphens ("tensor parallel size",
+      "--tensor-parallel-size") — for the messages of the argument and config modules, which talk about settings;
+    - ``spelt``: as the identifier or the flag (underscores or hyphens, no blanks) — for other messages, whose
+      prose ("safetensors prefetch block size") is about their own variables;
+    - ``attribute``: read off an object (``self.block_size``, ``args.tp_size``) — for conditions outside the
+      argument modules, where a bare ``block_size`` is a local variable, not the setting."""
+    names = set(also) | (set(setting_names(catalog, groups)) if groups != () else set())
     if not names:
         return None
-    body = "|".join(re.escape(n).replace("_", "[_ -]") for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![A-Za-z0-9_])(?:{body})(?![A-Za-z0-9_])", re.IGNORECASE)
+    # a whole identifier or flag: not a piece of a longer one (``--weight-cache-master-port`` does not name
+    # ``master_port``)
+    edge, end = "(?<![A-Za-z0-9_])(?<![A-Za-z0-9]-)", "(?![A-Za-z0-9_])(?!-[A-Za-z0-9])"
+    return (re.compile(rf"{edge}(?:{_alternation(names, True)}){end}", re.IGNORECASE),
+            re.compile(rf"{edge}(?:{_alternation(names, False)}){end}", re.IGNORECASE),
+            re.compile(rf"\.(?:{_alternation(names, False)}){end}"))
 
 
-def _names(catalog: str, value: Any) -> re.Pattern[str] | None:
+def _names(catalog: str, value: Any) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None:
     if isinstance(value, dict):
-        return _names_pattern(catalog, tuple(value.get("groups", ())), tuple(value.get("also", ())))
-    return _names_pattern(catalog, (), tuple(_as_tuple(value)))
+        groups = value.get("groups", ())
+        return _names_patterns(catalog, None if groups == "*" else tuple(groups), tuple(value.get("also", ())))
+    return _names_patterns(catalog, (), tuple(_as_tuple(value)))
+
+
+def names_setting(catalog: str, value: Any, file: str, guard: str, text: str) -> bool:
+    """Whether a site's condition or its template's text names one of the settings (see _names_patterns)."""
+    patterns = _names(catalog, value)
+    if patterns is None:
+        return False
+    prose, spelt, attribute = patterns
+    if startup_class(catalog, file) == "arguments":
+        return bool(prose.search(text) or spelt.search(guard))
+    return bool(spelt.search(text) or attribute.search(guard))
+
+
+def flags_named(catalog: str, file: str, guard: str, text: str) -> list[str]:
+    """The engine's flags a site's condition or its template's text names (by the rules of ``names``), in the
+    order they appear: what a setting cause's fix tells the user to change."""
+    patterns = _names_patterns(catalog, None, ())
+    if patterns is None:
+        return []
+    prose, spelt, attribute = patterns
+    arguments = startup_class(catalog, file) == "arguments"
+    found = [*(prose if arguments else spelt).finditer(text), *(spelt if arguments else attribute).finditer(guard)]
+    by_key = {n.lower(): flag for n, flag in setting_names(catalog, None).items()}
+    out = [by_key.get(re.sub(r"[ -]", "_", m.group(0).lstrip(".")).lower()) for m in found]
+    return list(dict.fromkeys(f for f in out if f))
 
 
 def _site_holds(catalog: str, select: dict[str, Any], site: Any, text: str = "") -> bool:
@@ -132,15 +213,24 @@ def _site_holds(catalog: str, select: dict[str, Any], site: Any, text: str = "")
     if "startup" in select and startup_class(catalog, file) not in _as_tuple(select["startup"]):
         return False
     if "names" in select:
-        pattern = _names(catalog, select["names"])
         guard = site.get("guard", "") if isinstance(site, dict) else site.guard
-        return pattern is not None and bool(pattern.search(text) or pattern.search(guard or ""))
+        return names_setting(catalog, select["names"], file, guard or "", text)
     return True
+
+
+#: The words of a message that only points at another error ("WorkerProc failed to start.", "… please check the
+#: stack trace above"): the line that names the cause is that other one, so a selector on the setting or the
+#: subsystem (``names``, ``module``) does not claim it — only its own words or id can.
+WRAPPER_WORDS = ("failed to start", "stack trace above", "root cause above", "error messages above", "hit an exception",
+                 "exception in worker", "please check the logs")
 
 
 def selects(catalog: str, select: dict[str, Any], entry: dict[str, Any], sites: Any = None) -> bool:
     """Whether a selector claims a template (``entry`` as stored in the catalog)."""
     text = " ".join(p for p in entry["parts"] if isinstance(p, str))
+    if ("names" in select or "module" in select) and "words" not in select and \
+            any(w in text.lower() for w in WRAPPER_WORDS):
+        return False
     if "words" in select:
         lowered = text.lower()
         if not all(str(w).lower() in lowered for w in _as_tuple(select["words"])):
@@ -149,12 +239,12 @@ def selects(catalog: str, select: dict[str, Any], entry: dict[str, Any], sites: 
 
 
 @lru_cache(maxsize=1)
-def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[tuple[bool, bool, int], str, str, dict[str, Any]], ...]]:
+def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[tuple[bool, bool, bool, bool, int], str, str, dict[str, Any]], ...]]:
     """(catalog, template id) → cause, and the selectors most specific first, from the playbooks."""
     from doctor.logs.source import signatures
 
     ids: dict[tuple[str, str], str] = {}
-    selectors: list[tuple[tuple[bool, bool, int], str, str, dict[str, Any]]] = []
+    selectors: list[tuple[tuple[bool, bool, bool, bool, int], str, str, dict[str, Any]]] = []
     for cause, sigs in sorted(signatures().items()):
         for sig in sigs:
             if "catalog" not in sig:
@@ -163,8 +253,12 @@ def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[tuple[bool, b
                 ids.setdefault((sig["catalog"], sig["template"]), cause)
             elif "select" in sig:
                 select = sig["select"]
-                # the message's words say most, then the setting its condition names, then where it is raised
-                rank = ("words" in select, "names" in select, len(select))
+                # the message's words say most, then the setting its condition names (a named group before every
+                # flag), then the subsystem it is raised in (its module), then the start-up stage alone
+                names = select.get("names")
+                narrow = isinstance(names, list) or (isinstance(names, dict) and names.get("groups") != "*")
+                rank = ("words" in select, "names" in select, "names" in select and narrow,
+                        "module" in select or "function" in select, len(select))
                 selectors.append((rank, cause, sig["catalog"], dict(select)))
     selectors.sort(key=lambda s: (tuple(-r for r in s[0]), s[1]))
     return ids, tuple(selectors)
@@ -181,7 +275,58 @@ def mapping(catalog: str, tid: str, entry: dict[str, Any],
     ids, selectors = _signatures()
     if (catalog, tid) in ids:
         return ids[(catalog, tid)], None
-    for _n, cause, cat, select in selectors:
+    best: tuple[Any, int, str, dict[str, Any]] | None = None
+    for rank, cause, cat, select in selectors:
+        if best is not None and rank != best[0]:
+            break
         if cat == catalog and selects(catalog, select, entry, sites):
-            return cause, select
-    return None, None
+            # of equally ranked selectors, the one whose module glob fits the site closest (speculative decoding's
+            # ``vllm/config/speculative.py`` before every config module's ``vllm/config/*``)
+            fit = _module_fit(select, sites if sites is not None else entry.get("sites", ()))
+            if best is None or fit > best[1]:
+                best = (rank, fit, cause, select)
+    return (best[2], best[3]) if best else (None, None)
+
+
+def _module_fit(select: dict[str, Any], sites: Any) -> int:
+    """The literal length of the longest of a selector's module globs that matches one of the sites (0: none given)."""
+    globs = _as_tuple(select.get("module", ()))
+    files = [s["file"] if isinstance(s, dict) else s.file for s in sites]
+    return max((len(g.replace("*", "")) for g in globs if any(fnmatchcase(f, g) for f in files)), default=0)
+
+
+#: How specific a mapping is, from most to least (docs/error-catalog.md counts each).
+SPECIFICITY = ("message", "setting", "subsystem", "stage")
+
+
+@lru_cache(maxsize=1)
+def stage_causes() -> frozenset[str]:
+    """The causes that claim templates by their start-up stage alone (a selector with ``startup`` and no ``words``,
+    ``names`` or ``module``): engine-config-rejected, model-load-failed, … — whatever else they also claim."""
+    from doctor.logs.source import signatures
+
+    return frozenset(cause for cause, sigs in signatures().items()
+                     if any(_shape(s["select"]) == "stage" for s in sigs if "select" in s))
+
+
+def how_mapped(catalog: str, tid: str, entry: dict[str, Any], sites: Any = None) -> tuple[str | None, str | None]:
+    """(cause, specificity) of a template; specificity ``stage`` for a stage cause however it claimed it, None when
+    unmapped."""
+    cause, select = mapping(catalog, tid, entry, sites)
+    if cause is None:
+        return None, None
+    return cause, "stage" if cause in stage_causes() else _shape(select)
+
+
+def _shape(select: dict[str, Any] | None) -> str:
+    """How a selector (None: a template id) knows its cause (how_mapped: and the cause's own kind): by what the ``message`` says (an id, ``words``), by the
+    ``setting`` its condition or text names (``names``), by the ``subsystem`` it is raised in (``module`` or
+    ``function``: speculative decoding's config, the model loaders, the platforms), or by the start-up ``stage``
+    alone (a ``startup`` class: argument validation, model loading, …), which names no specific fix."""
+    if select is None or "words" in select:
+        return "message"
+    if "names" in select:
+        return "setting"
+    if "module" in select or "function" in select:
+        return "subsystem"
+    return "stage" if "startup" in select else "subsystem"

@@ -92,3 +92,20 @@ def test_long_max_model_len_is_only_a_warning_where_vllm_allows_it():
     severities = {f["id"]: f["severity"] for f in doc["findings"]}
     assert severities.get("max-model-len-over-model-limit-allowed") == "warning"
     assert "max-model-len-over-model-limit" not in severities
+
+
+def test_a_setting_refusal_fix_names_the_flag_the_check_and_the_values(engines):
+    """A refusal of vLLM's own config check (LoRAConfig), mapped by construction — its condition names two flags of
+    the flag catalog — not by a rule written for it: the finding's fix names both flags, the condition the engine
+    tested and the values its message printed (doctor/logs/catalog_facts.py ``refusal``)."""
+    flags = ["--enable-lora", "--max-loras", "4", "--max-cpu-loras", "2"]
+    refused = engines.refusal(VLLM, flags, {})
+    line = "max_cpu_loras (2) must be >= max_loras (4)"
+    assert refused.returncode == 1 and line in refused.log, refused.log[-3000:]
+    logged = llmdoctor("check", "--log", str(refused.log_path), "--format", "json")
+    named = {f["id"]: f for f in json.loads(logged.stdout)["findings"]}
+    assert named["lora-config-rejected"]["severity"] == "critical", sorted(named)
+    fix = named["lora-config-rejected"]["fix"]
+    for said in ("--max-cpu-loras", "--max-loras", "self.max_cpu_loras < self.max_loras", "max_cpu_loras=2",
+                 "max_loras=4", "vllm/config/lora.py:"):
+        assert said in fix, (said, fix)

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from doctor.logs import catalog as cat
-from doctor.logs.catalog_map import mapping, startup_class
+from doctor.logs.catalog_map import SPECIFICITY, how_mapped, startup_class
 
 NEWEST = 10
 
@@ -21,18 +21,14 @@ def _refusal(site: dict[str, Any]) -> bool:
     return site["kind"] == "raise" or site["type"] in ("error", "critical")
 
 
-def _by_message(select: dict[str, Any] | None) -> bool:
-    """Mapped by what the template says: its id, or a selector on its words or on the setting its condition or
-    message names (``names``); not by where it is raised alone (a start-up class selector)."""
-    return select is None or "words" in select or "names" in select or "startup" not in select
-
-
 def release_rows(catalog: cat.Catalog) -> list[dict[str, Any]]:
-    """Per release: start-up refusals, how many are mapped, start-up warnings, all templates."""
+    """Per release: start-up refusals, how many are mapped and how (doctor/logs/catalog_map.py ``how_mapped``),
+    start-up warnings, all templates."""
     rows = []
     order = catalog._order
     for index, version in enumerate(catalog.releases):
-        refusals = mapped = by_message = warnings = total = 0
+        refusals = mapped = warnings = total = 0
+        how: Counter[str] = Counter()
         classes: Counter[str] = Counter()
         for tid, entry in catalog.templates.items():
             live = [s for s in entry.get("sites", ()) if order[s["since"]] <= index <= order[s["until"]]]
@@ -44,15 +40,15 @@ def release_rows(catalog: cat.Catalog) -> list[dict[str, Any]]:
                 continue
             if any(_refusal(s) for s in start):
                 refusals += 1
-                cause, select = mapping(catalog.name, tid, entry, [s for s in start if _refusal(s)])
-                if cause:
+                cause, kind = how_mapped(catalog.name, tid, entry, [s for s in start if _refusal(s)])
+                if cause and kind:
                     mapped += 1
                     classes[cause] += 1
-                    by_message += _by_message(select)
+                    how[kind] += 1
             else:
                 warnings += 1
-        rows.append({"version": version, "templates": total, "refusals": refusals, "mapped": mapped,
-                     "by_message": by_message,
+        rows.append({"version": version, "templates": total, "refusals": refusals, "mapped": mapped, "how": how,
+                     "specific": sum(how[k] for k in SPECIFICITY if k != "stage"),
                      "warnings": warnings, "causes": classes})
     return rows
 
@@ -89,23 +85,28 @@ def render() -> str:
             continue
         rows = release_rows(catalog)
         newest = rows[-NEWEST:]
-        share = sum(r["mapped"] for r in newest) / max(1, sum(r["refusals"] for r in newest))
-        own = sum(r["by_message"] for r in newest) / max(1, sum(r["refusals"] for r in newest))
-        out += [f"Newest {NEWEST} releases: {share:.1%} of start-up refusals mapped; **{own:.1%} by message** to a "
-                "specific cause (a template id; a selector on the message's `words`; or on the setting its guarding "
-                "condition or message names, `names`: the flag groups of the flag catalogs), "
-                f"{share - own:.1%} by class only: by where it is raised (the start-up class causes "
-                "`engine-config-rejected`, `model-load-failed`, `device-init-failed`, `kv-cache-sizing-refused`, "
-                "`parser-registry-refused`), which name the stage and quote the engine's words but not a specific "
-                "fix.", "",
-                "| release | templates | start-up refusals | mapped | share | by message | by message, share | "
-                "by class only | start-up warnings | causes (top 3) |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+        n = max(1, sum(r["refusals"] for r in newest))
+        share = {k: sum(r["how"][k] for r in newest) / n for k in SPECIFICITY}
+        specific = sum(r["specific"] for r in newest) / n
+        out += [f"Newest {NEWEST} releases: {sum(r['mapped'] for r in newest) / n:.1%} of start-up refusals mapped; "
+                f"**{specific:.1%} to a specific cause**: {share['message']:.1%} by message (a template id, or a "
+                f"selector on the message's `words`), {share['setting']:.1%} by setting (`names`: the condition or "
+                "message names a flag of the flag catalogs, and the finding's fix names that flag), "
+                f"{share['subsystem']:.1%} by subsystem (`module`: raised in speculative decoding's config, the model "
+                "loaders, the platforms, the tokenizers, …; the cause's fix is that subsystem's). "
+                f"{share['stage']:.1%} by stage only: by the start-up class it is raised in (`engine-config-rejected`, "
+                "`model-load-failed`, `device-init-failed`, `kv-cache-sizing-refused`, `parser-registry-refused`), "
+                "which name the stage and quote the engine's words but no specific fix. Every mapped finding's fix "
+                "quotes the check that refused (`log.refusal.<cause>`: its condition, file:line, the values the "
+                "message printed and the flags it names).", "",
+                "| release | templates | start-up refusals | mapped | specific | by message | by setting | "
+                "by subsystem | by stage only | start-up warnings | causes (top 3) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
-            top = ", ".join(f"{c} {n}" for c, n in r["causes"].most_common(3))
-            n = max(1, r["refusals"])
+            top = ", ".join(f"{c} {k}" for c, k in r["causes"].most_common(3))
+            m = max(1, r["refusals"])
             out.append(f"| {r['version']} | {r['templates']} | {r['refusals']} | {r['mapped']} | "
-                       f"{r['mapped'] / n:.0%} | {r['by_message']} | {r['by_message'] / n:.0%} | "
-                       f"{(r['mapped'] - r['by_message']) / n:.0%} | {r['warnings']} | {top} |")
+                       f"{r['specific'] / m:.0%} | {r['how']['message'] / m:.0%} | {r['how']['setting'] / m:.0%} | "
+                       f"{r['how']['subsystem'] / m:.0%} | {r['how']['stage'] / m:.0%} | {r['warnings']} | {top} |")
         out.append("")
     return "\n".join(out)
