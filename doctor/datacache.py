@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 _SUFFIX = ".marshal"
+_BLOB = ".blob"
 
 
 def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
@@ -50,6 +51,50 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     value = build()
     _store(directory, name, file, value)
     return value
+
+
+def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T, bytes]]) -> tuple[T, Any]:
+    """Like :func:`cached`, for data whose bulk is read only in small part: ``build()`` gives ``(index, blob)``
+    and the blob is kept beside the index as raw bytes, mapped into memory rather than read (a run that looks
+    at a few dozen of 20,000 entries pays for those). Returns ``(index, buffer)``, the buffer sliceable like
+    bytes (``buffer[a:b]``); with no cache directory it is the built bytes themselves."""
+    directory = cache_dir()
+    sources = sorted(sources)
+    if directory is None:
+        return build()
+    try:
+        key = _key(sources)
+    except OSError:
+        return build()
+    name = f"{name}.{hashlib.sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    file, blob = directory / f"{name}@{key}{_SUFFIX}", directory / f"{name}@{key}{_BLOB}"
+    try:
+        value, size = marshal.loads(file.read_bytes())
+        return value, _mapped(blob, size)
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 - a corrupt, foreign or half-replaced pair is rebuilt, never trusted
+        file.unlink(missing_ok=True)
+    value, data = build()
+    # the blob first: an index on disk always has its blob (each replaced atomically; the size ties the pair)
+    if _write(directory, blob, data):
+        _store(directory, name, file, (value, len(data)))
+        for old in directory.glob(f"{name}@*{_BLOB}"):
+            if old != blob:
+                old.unlink(missing_ok=True)
+    return value, data
+
+
+def _mapped(path: Path, size: int) -> Any:
+    """The blob read-only in memory, refused (ValueError) when it is not the size its index recorded."""
+    import mmap
+
+    if size == 0:
+        return b""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size != size:
+            raise ValueError(f"{path}: not the blob its index was written with")
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def cache_dir() -> Path | None:
@@ -88,14 +133,21 @@ def _store(directory: Path, name: str, file: Path, value: Any) -> None:
         data = marshal.dumps(value)
     except ValueError:  # not plain data: nothing to cache (a bug in the caller, but never the user's problem)
         return
+    if _write(directory, file, data):
+        for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
+            if old != file:
+                old.unlink(missing_ok=True)
+
+
+def _write(directory: Path, file: Path, data: bytes) -> bool:
+    """``data`` to ``file`` atomically (a private temporary file, then a rename); False when it cannot be."""
     tmp = directory / f".{file.name}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, file)
-        for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
-            if old != file:
-                old.unlink(missing_ok=True)
+        return True
     except OSError:
         tmp.unlink(missing_ok=True)
+        return False
