@@ -88,6 +88,9 @@ def _help_width() -> int:
 
 def run() -> int:
     """The exit code of one CLI run; our errors become one line on stderr, never a traceback."""
+    from doctor.regexcache import install
+
+    install()  # before click and the commands' modules compile their patterns
     import click
 
     from doctor.cli.group import cli
