@@ -11,6 +11,7 @@ naming file and line. The tree nodes for log signatures are generated from the c
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -149,7 +150,13 @@ def _load_builtin() -> PlaybookSet:
 
 
 def _yaml_files(directory: Path) -> list[Path]:
-    return sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    """The directory's *.yaml and *.yml entries in name order (what ``sorted(glob)`` gives, from one listing:
+    globbing ~150 cause files twice cost ~10 ms of every run)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:  # missing, not a directory, unreadable: nothing in it (as glob)
+        return []
+    return [directory / name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
 
 
 def _all_files(directory: Path) -> list[Path]:
