@@ -47,22 +47,24 @@ def install() -> None:
     file = directory / f"regex@{__version__}-{sys.version_info[:3]}-{_sre.MAGIC}-{_sre.CODESIZE}.marshal".replace(
         " ", "").replace(",", ".")
     try:
-        table: dict[tuple[Any, int], tuple[Any, ...]] = marshal.loads(file.read_bytes())
+        # each entry's arguments stay marshalled until a run asks for that pattern: the table holds every
+        # pattern any command compiled, a run uses a part
+        table: dict[tuple[Any, int], bytes] = marshal.loads(file.read_bytes())
         if not isinstance(table, dict):
             table = {}
     except Exception:  # noqa: BLE001 - missing, corrupt or foreign: start an empty table
         table = {}
-    added: dict[tuple[Any, int], tuple[Any, ...]] = {}
+    added: dict[tuple[Any, int], bytes] = {}
     original = _compiler.compile
 
     def compile(p: Any, flags: int = 0) -> Any:
         if not isinstance(p, (str, bytes)) or flags & _compiler.SRE_FLAG_DEBUG:
             return original(p, flags)
         key = (p, flags)
-        args = table.get(key)
-        if args is not None:
+        kept = table.get(key)
+        if kept is not None:
             try:
-                return _sre.compile(p, *args)
+                return _sre.compile(p, *marshal.loads(kept))
             except Exception:  # noqa: BLE001 - an entry the engine refuses is compiled afresh
                 table.pop(key, None)
         try:
@@ -81,7 +83,7 @@ def install() -> None:
             pattern = _sre.compile(p, *args)
         except Exception:  # noqa: BLE001 - an engine whose compile differs: compile as re does, keep nothing
             return original(p, flags)
-        added[key] = args
+        added[key] = marshal.dumps(args)
         return pattern
 
     def save() -> None:
@@ -90,11 +92,7 @@ def install() -> None:
         from doctor.datacache import _write
 
         merged = {**table, **added} if len(table) + len(added) <= MAX_PATTERNS else added
-        try:
-            data = marshal.dumps(merged)
-        except ValueError:
-            return
-        _write(directory, file, data)
+        _write(directory, file, marshal.dumps(merged))
 
     _compiler.compile = compile
     atexit.register(save)
