@@ -261,3 +261,58 @@ def test_an_edited_cause_in_a_users_playbooks_is_seen_by_the_next_run(tmp_path: 
     broken = subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, cwd=ROOT,
                             env={**os.environ, "LLMDOCTOR_CACHE_DIR": cache}, timeout=120, check=False)
     assert broken.returncode == 2 and "gpu-blocks-overridden-to-zero.yaml" in broken.stderr
+
+
+_DATACLASS_PROBE = r"""
+import sys
+from doctor import dataclasscache
+dataclasscache.install()
+if sys.argv[1:] == ["strict"]:  # every method must now come from the table: compiling source may not happen
+    import builtins
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled again")
+    dataclasscache.compile = refuse
+import dataclasses, inspect
+from dataclasses import dataclass, field
+
+@dataclass(frozen=True)
+class Site:
+    file: str
+    line: int = 0
+    tags: tuple[str, ...] = ()
+
+@dataclass(order=True)
+class Row:
+    name: str
+    values: list[int] = field(default_factory=list)
+    note: str = field(default="", repr=False)
+
+a, b = Site("x.py", 3, ("t",)), Site("x.py", 3, ("t",))
+print(a, a == b, hash(a) == hash(b), dataclasses.astuple(a))
+try:
+    a.line = 4
+except dataclasses.FrozenInstanceError as exc:
+    print("frozen", exc)
+r = Row("n")
+r.values.append(1)
+print(r, Row("a") < Row("b"), Row("n") == Row("n", [], "other"), Row("m").values is not r.values)
+print(inspect.signature(Site.__init__), Site.__init__.__annotations__, Site.__init__.__code__.co_filename)
+"""
+
+
+def test_dataclass_methods_from_the_table_behave_as_freshly_generated(tmp_path: Path) -> None:
+    """Generated __init__/__repr__/__eq__/__hash__/frozen __setattr__/ordering are the same whether compiled or
+    read from the table (their signatures and annotations too), the table is really used, and a corrupt table
+    or no cache directory only mean compiling as before."""
+    cache = tmp_path / "cache"
+    fresh = _run([], "", code=_DATACLASS_PROBE)
+    assert "frozen cannot assign to field 'line'" in fresh and fresh.count("\n") == 4
+    assert _run([], str(cache), code=_DATACLASS_PROBE) == fresh
+    [table] = cache.glob("dataclass-code@*.marshal")
+    strict = _DATACLASS_PROBE.replace('sys.argv[1:] == ["strict"]', "True")
+    assert _run([], str(cache), code=strict) == fresh  # nothing compiled: every method from the table
+    table.write_bytes(b"\x00not marshal")
+    assert _run([], str(cache), code=_DATACLASS_PROBE) == fresh
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert _run([], str(blocker / "cache"), code=_DATACLASS_PROBE) == fresh
