@@ -5,7 +5,9 @@ The playbooks, the model-family table, the GPU catalog and the other shipped YAM
 data loads from ``marshal`` in under 2 ms. So the parsed result of each is kept in the user's cache directory,
 keyed by llmdoctor's version, the Python version and every source file's path, size and mtime (an edit or an
 upgrade rebuilds it). Only plain data is stored (marshal: no code runs on load) in a directory that must be the
-user's own and not writable by others. The cache is an optimisation only: a missing, unwritable, foreign or
+user's own and not writable by others — with one exception, doctor/dataclasscache.py, which keeps bytecode there
+as CPython's ``__pycache__`` does (run only where ``dataclasses`` would compile that very source), trusting the
+directory exactly as far as Python trusts the user's own ``__pycache__``. The cache is an optimisation only: a missing, unwritable, foreign or
 corrupt one simply means parsing as before. ``LLMDOCTOR_CACHE_DIR`` moves it; set to "" it turns it off.
 """
 
