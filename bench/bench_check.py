@@ -166,6 +166,19 @@ def interleaved(cmds: dict[str, list[str]], runs: int, env: dict[str, str],
     return times
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int | None:
+    """Instructions one run of ``argv`` executes, under valgrind's callgrind (None without valgrind): a count that
+    the machine's load does not move. Child threads count, child processes do not."""
+    import re
+
+    if shutil.which("valgrind") is None:
+        return None
+    err = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                         capture_output=True, text=True, env=env, cwd=env.get("PYTHONPATH", ROOT), check=False).stderr
+    found = re.search(r"refs:\s+([\d,]+)", err)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
     return f"{min(values) * scale:{fmt}} / {statistics.median(values) * scale:{fmt}} / {max(values) * scale:{fmt}}"
 
@@ -219,6 +232,9 @@ def main() -> None:
     parser.add_argument("--model", choices=("local", "cache", "hub", "stall"), default=None,
                         help="where the served model is found (default: local for vLLM, cache for SGLang)")
     parser.add_argument("--cold", action="store_true", help="empty the HF cache and the memo before every run")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count each side's instructions under valgrind (one run each; load does not move "
+                             "them; the client's own, not the server's)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -250,6 +266,11 @@ def main() -> None:
             imports = subprocess.run([sys.executable, "-X", "importtime", "-m", "doctor", "check", "--endpoint",
                                       endpoint], capture_output=True, text=True, env=env, cwd=ROOT).stderr
             split = phases(endpoint)
+            counts = {name: instructions(cmd, env) for name, cmd in
+                      (("stdlib", [*fetch, *PATHS[args.engine]]), ("stdlib-metrics", [*fetch, "/metrics"]),
+                       ("text", [*cli, "check", "--endpoint", endpoint]),
+                       ("json", [*cli, "check", "--endpoint", endpoint, "--format", "json"]))} \
+                if args.callgrind else {}
     resolved = doc.get("facts", {}).get("model.resolved_from", {})
     print(f"{args.engine} replay server (an engine-shaped process), {args.runs} interleaved runs of fresh processes "
           f"(bytecode cached{', HF cache and memo emptied before each' if args.cold else ''}); min / median / max")
@@ -263,6 +284,12 @@ def main() -> None:
         alone = [ours / ref for ours, ref in zip(times[name], times["stdlib-metrics"], strict=True)]
         print(f"  llmdoctor {label:32s} {spread(times[name], 1000)} ms, ÷ stdlib {spread(ratios, fmt='.2f')}, "
               f"÷ /metrics alone {spread(alone, fmt='.2f')}")
+    if counts and all(counts.values()):
+        print(f"  instructions: stdlib fetch {counts['stdlib'] / 1e6:.0f} M, of /metrics alone "
+              f"{counts['stdlib-metrics'] / 1e6:.0f} M; check --endpoint {counts['text'] / 1e6:.0f} M "
+              f"(÷ stdlib {counts['text'] / counts['stdlib']:.2f}, ÷ /metrics alone "
+              f"{counts['text'] / counts['stdlib-metrics']:.2f}), --format json {counts['json'] / 1e6:.0f} M "
+              f"(÷ {counts['json'] / counts['stdlib']:.2f} / {counts['json'] / counts['stdlib-metrics']:.2f})")
     print("  where llmdoctor's time goes (in-process, after imports):")
     for name, seconds in split:
         print(f"    {name:24s} {seconds * 1000:7.1f} ms")

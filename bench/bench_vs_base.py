@@ -12,7 +12,8 @@ the Hub a refused local port, remembered as down after the first run), and for `
 over one copy of the scenario fleet (fixtures/prometheus/scenarios.py, backfilled; skipped without prometheus
 and promtool). Reported per command: min / median / max wall milliseconds of each tree and of the per-run
 ratio this tree ÷ the other (above 1: slower here). On a shared machine wall time is noisy; ``--callgrind`` adds
-each offline command's instruction count under valgrind (one run per tree), which load does not move.
+each offline command's instruction count under valgrind (one run per tree), which load does not move, and
+each ``check --endpoint``'s (the client's own: the replay server is another process).
 ``--lint-loop N`` also runs each tree's own bench/bench_lint.py N times in turn (1,000 lints in one process, the
 per-lint cost after start-up) and compares its ms per command.
 """
@@ -37,7 +38,8 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 FIXTURES = ROOT / "fixtures"
 LINT = "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --enable-prefix-caching --max-model-len 32768"
 LOG = FIXTURES / "live" / "vllm-0.32.0-cpu" / "devmode" / "server.log"
-#: Commands that touch no server: their instruction counts are deterministic (``--callgrind``).
+#: Commands that touch no server: their instruction counts are deterministic (``--callgrind``; the endpoint checks
+#: are counted too, the client's side only).
 OFFLINE = ("version", "help", "check-help", "lint", "lint-config-gpu", "plan", "inspect", "check-command", "check-log",
            "check-metrics")
 
@@ -82,16 +84,6 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def instructions(argv: list[str], env: dict[str, str]) -> int | None:
-    """Instructions executed by one run under valgrind's callgrind (None without valgrind)."""
-    if shutil.which("valgrind") is None:
-        return None
-    err = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                         capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False).stderr
-    found = re.search(r"refs:\s+([\d,]+)", err)
-    return int(found.group(1).replace(",", "")) if found else None
-
-
 def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
     return f"{min(values) * scale:{fmt}} / {statistics.median(values) * scale:{fmt}} / {max(values) * scale:{fmt}}"
 
@@ -120,7 +112,7 @@ def main() -> None:
     parser.add_argument("--lint-loop", type=int, default=0, metavar="N",
                         help="also run each tree's bench/bench_lint.py N times in turn")
     args = parser.parse_args()
-    from bench_check import child_env, engine_process, model_home
+    from bench_check import child_env, engine_process, instructions, model_home
 
     trees = {"here": ROOT, "base": args.base.resolve()}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -149,7 +141,7 @@ def main() -> None:
         counts = {}
         if args.callgrind:
             counts = {label: {n: instructions(argv[label], envs[n]) for n in trees} for label in argv
-                      if label in OFFLINE}
+                      if label in OFFLINE or label.startswith("check-endpoint")}
     print(f"this tree {ROOT} vs {trees['base']}: {args.runs} interleaved runs of fresh processes, "
           f"python {sys.version.split()[0]}; min / median / max")
     print(f"{'command':28s} {'here ms':>22s} {'base ms':>22s} {'here ÷ base':>20s}")

@@ -5,13 +5,14 @@ The playbooks, the model-family table, the GPU catalog and the other shipped YAM
 data loads from ``marshal`` in under 2 ms. So the parsed result of each is kept in the user's cache directory,
 keyed by llmdoctor's version, the Python version and every source file's path, size and mtime (an edit or an
 upgrade rebuilds it). Only plain data is stored (marshal: no code runs on load) in a directory that must be the
-user's own and not writable by others. The cache is an optimisation only: a missing, unwritable, foreign or
+user's own and not writable by others — with one exception, doctor/dataclasscache.py, which keeps bytecode there
+as CPython's ``__pycache__`` does (run only where ``dataclasses`` would compile that very source), trusting the
+directory exactly as far as Python trusts the user's own ``__pycache__``. The cache is an optimisation only: a missing, unwritable, foreign or
 corrupt one simply means parsing as before. ``LLMDOCTOR_CACHE_DIR`` moves it; set to "" it turns it off.
 """
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import stat
@@ -20,8 +21,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+try:  # CPython's own SHA-1: hashlib would load OpenSSL first (~12 M instructions, a tenth of a short run)
+    from _sha1 import sha1
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import sha1
+
 T = TypeVar("T")
 _SUFFIX = ".marshal"
+_BLOB = ".blob"
 
 
 def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
@@ -31,7 +38,7 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     among ``sources`` too: an edit to it must rebuild the copy as surely as an edit to the YAML.
     """
     directory = cache_dir()
-    sources = sorted(sources)
+    sources = sorted(sources, key=os.fspath)
     if directory is None:
         return build()
     try:
@@ -39,7 +46,7 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     except OSError:  # a source vanished: let build() say so
         return build()
     # One slot per data set and checkout: two installs side by side do not evict each other's copies.
-    name = f"{name}.{hashlib.sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    name = f"{name}.{sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
     file = directory / f"{name}@{key}{_SUFFIX}"
     try:
         return marshal.loads(file.read_bytes())
@@ -50,6 +57,50 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     value = build()
     _store(directory, name, file, value)
     return value
+
+
+def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T, bytes]]) -> tuple[T, Any]:
+    """Like :func:`cached`, for data whose bulk is read only in small part: ``build()`` gives ``(index, blob)``
+    and the blob is kept beside the index as raw bytes, mapped into memory rather than read (a run that looks
+    at a few dozen of 20,000 entries pays for those). Returns ``(index, buffer)``, the buffer sliceable like
+    bytes (``buffer[a:b]``); with no cache directory it is the built bytes themselves."""
+    directory = cache_dir()
+    sources = sorted(sources, key=os.fspath)
+    if directory is None:
+        return build()
+    try:
+        key = _key(sources)
+    except OSError:
+        return build()
+    name = f"{name}.{sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    file, blob = directory / f"{name}@{key}{_SUFFIX}", directory / f"{name}@{key}{_BLOB}"
+    try:
+        value, size = marshal.loads(file.read_bytes())
+        return value, _mapped(blob, size)
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 - a corrupt, foreign or half-replaced pair is rebuilt, never trusted
+        file.unlink(missing_ok=True)
+    value, data = build()
+    # the blob first: an index on disk always has its blob (each replaced atomically; the size ties the pair)
+    if _write(directory, blob, data):
+        _store(directory, name, file, (value, len(data)))
+        for old in directory.glob(f"{name}@*{_BLOB}"):
+            if old != blob:
+                old.unlink(missing_ok=True)
+    return value, data
+
+
+def _mapped(path: Path, size: int) -> Any:
+    """The blob read-only in memory, refused (ValueError) when it is not the size its index recorded."""
+    import mmap
+
+    if size == 0:
+        return b""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size != size:
+            raise ValueError(f"{path}: not the blob its index was written with")
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def cache_dir() -> Path | None:
@@ -76,7 +127,7 @@ def cache_dir() -> Path | None:
 def _key(sources: list[Path]) -> str:
     from doctor import __version__
 
-    digest = hashlib.sha1(f"{__version__}|{sys.version}".encode())
+    digest = sha1(f"{__version__}|{sys.version}".encode())
     for path in sources:  # one stat per file and no resolve(): a directory of ~100 small files stays cheap
         info = os.stat(path)
         digest.update(f"|{os.path.abspath(path)}|{info.st_size}|{info.st_mtime_ns}".encode())
@@ -88,14 +139,21 @@ def _store(directory: Path, name: str, file: Path, value: Any) -> None:
         data = marshal.dumps(value)
     except ValueError:  # not plain data: nothing to cache (a bug in the caller, but never the user's problem)
         return
+    if _write(directory, file, data):
+        for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
+            if old != file:
+                old.unlink(missing_ok=True)
+
+
+def _write(directory: Path, file: Path, data: bytes) -> bool:
+    """``data`` to ``file`` atomically (a private temporary file, then a rename); False when it cannot be."""
     tmp = directory / f".{file.name}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, file)
-        for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
-            if old != file:
-                old.unlink(missing_ok=True)
+        return True
     except OSError:
         tmp.unlink(missing_ok=True)
+        return False

@@ -35,6 +35,13 @@ _TOKEN_TABLE = (
 )
 _TOKEN_SHAPES = re.compile(r"\b(" + "|".join(pattern for _, pattern in _TOKEN_TABLE) + r")\b")
 _TOKEN_PREFIXES = tuple(prefix for prefixes, _ in _TOKEN_TABLE for prefix in prefixes)
+#: Any of the prefixes, as one C-speed test (the regex above is tried only when one is present).
+_ANY_PREFIX = re.compile("|".join(map(re.escape, _TOKEN_PREFIXES)))
+#: Every name _SECRET_NAME accepts contains one of these words (tests/test_secrets.py checks each alternative): a
+#: text holding none has no secret name, so its assignments and flag pairs need no scan (each of those regexes
+#: walks every word of the text).
+_NAME_WORDS = ("key", "token", "secret", "passw", "credential", "auth", "bearer")
+_ANY_NAME_WORD = re.compile("|".join(_NAME_WORDS), re.IGNORECASE)
 # name, separator and opening quote only: the value is found after a secret name, so that a non-secret
 # "Label: " never swallows the "api_key=x" that follows it.
 _NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(['\"]?\s*[=:]\s*)(['\"]?)")
@@ -54,7 +61,10 @@ def redact_text(text: str) -> str:
     """Mask secrets that show by their shape or by a ``name=value`` next to them, in free text."""
     if not text:
         return text
-    return _redact_flag_pairs_in_text(_mask_assignments(redact_shapes(text)))
+    text = redact_shapes(text)
+    if not _ANY_NAME_WORD.search(text):
+        return text
+    return _redact_flag_pairs_in_text(_mask_assignments(text))
 
 
 def redact_shapes(text: str) -> str:
@@ -71,7 +81,7 @@ def redact_shapes(text: str) -> str:
         text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)  # one form: Target.display()
     if "bearer" in text.lower():
         text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    if any(prefix in text for prefix in _TOKEN_PREFIXES):
+    if _ANY_PREFIX.search(text):
         text = _TOKEN_SHAPES.sub(MASK, text)
     return text
 

@@ -247,3 +247,30 @@ def test_every_token_shape_is_masked_and_passes_the_substring_precheck() -> None
         assert any(token.startswith(p) for p in _TOKEN_PREFIXES), token
         out = redact_shapes(f"value {token} here")
         assert token not in out and MASK in out, token
+
+
+def test_every_secret_name_passes_the_name_word_precheck() -> None:
+    """redact_text skips its name=value and flag-pair scans when the text holds none of _NAME_WORDS: a secret
+    name without one would go unmasked. Every alternative of _SECRET_NAME, in every spelling it accepts, and
+    each masked through redact_text in both forms."""
+    import itertools
+    import re
+
+    from doctor.redact import _ANY_NAME_WORD, _SECRET_NAME, MASK, is_secret_name, redact_text
+
+    group = re.search(r"\(\^\|_\)\((.*)\)\(\$\|_\)", _SECRET_NAME.pattern).group(1)
+    names = []
+    for alternative in group.split("|"):
+        optional = alternative.count("?")
+        pieces = re.split(r".\?", alternative)  # 'api_?key' -> api, key with the '_' optional
+        letters = re.findall(r"(.)\?", alternative)
+        for keep in itertools.product((True, False), repeat=optional):
+            name = pieces[0] + "".join(c * k + p for c, k, p in zip(letters, keep, pieces[1:], strict=True))
+            names.append(name)
+    assert len(names) > 20
+    for name in names:
+        assert is_secret_name(name), name
+        assert _ANY_NAME_WORD.search(name), name
+        for spelling in (name, name.upper(), name.replace("_", "-")):
+            assert redact_text(f"{spelling}=s3cr3tvalue") == f"{spelling}={MASK}", spelling
+            assert redact_text(f"serve --{spelling} s3cr3tvalue") == f"serve --{spelling} {MASK}", spelling

@@ -88,6 +88,11 @@ def _help_width() -> int:
 
 def run() -> int:
     """The exit code of one CLI run; our errors become one line on stderr, never a traceback."""
+    from doctor import dataclasscache, regexcache
+
+    # before click and the commands' modules compile their patterns and define their dataclasses
+    regexcache.install()
+    dataclasscache.install()
     import click
 
     from doctor.cli.group import cli

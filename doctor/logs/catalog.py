@@ -5,9 +5,12 @@ every release's wheel) hold each template's literal text and typed holes, and pe
 release, enclosing function, guarding condition and since/until runs. They are loaded only when a log is
 read (``check`` without ``--log`` never imports this module's data), once per process.
 
-Matching is two steps so a 40,000-line excerpt costs milliseconds: a line's words are looked up in an index
-of each template's rarest literal word, and only the few templates that share one are tried as regular
-expressions (compiled on first use). The most specific match wins (most literal letters).
+Matching is three steps so a 40,000-line excerpt costs milliseconds: a line's words are looked up in an index
+of each template's rarest literal word; the few templates that share one are tested for their literal pieces
+(kept beside the index, so no entry is decoded for the test); only those whose pieces are all in the line are
+tried as regular expressions (compiled on first use). The most specific match wins (most literal letters).
+A line is matched once per process: a log read and then replayed from its excerpt (doctor.commands.check)
+asks again for the same lines.
 
 ``match_line(line, engine, version)`` is the one entry point other modules use.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import marshal
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +30,7 @@ from typing import Any
 from doctor.versions import version_key
 
 #: The shape of what load() keeps in doctor.datacache; bumped when _parse() changes.
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 4
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "engines" / "errors"
 ENGINES = ("vllm", "sglang", "lower")
 #: The message types a log line is matched against for each engine (the layers below under both).
@@ -86,41 +90,78 @@ class TemplateMatch:
 
 
 class _Entries(Mapping[str, dict[str, Any]]):
-    """Template id → its entry, each kept as its JSON text until first asked for: a log touches a few dozen of
-    the ~20,000 entries, and decoding them all would cost most of the load."""
+    """Template id → its entry, each kept as its JSON text in the catalog's blob until first asked for: a log
+    touches a few dozen of the ~20,000 entries, and reading and decoding them all would cost most of the run."""
 
-    def __init__(self, raw: dict[str, str]) -> None:
-        self._raw = raw
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
         self._done: dict[str, dict[str, Any]] = {}
 
     def __getitem__(self, tid: str) -> dict[str, Any]:
         entry = self._done.get(tid)
         if entry is None:
-            entry = self._done[tid] = json.loads(self._raw[tid])
+            offset, length = self._catalog.row(tid)[1:3]
+            entry = self._done[tid] = json.loads(self._catalog.blob[offset:offset + length])
         return entry
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        return iter(self._catalog.table())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._catalog.table())
 
     def __contains__(self, tid: object) -> bool:
-        return tid in self._raw
+        return tid in self._catalog.table()
+
+
+#: One template as the index keeps it: (template id, entry offset, entry length, *literal pieces longest first).
+Row = tuple[Any, ...]
 
 
 class Catalog:
-    """One catalog's templates, indexed by their rarest literal word."""
+    """One catalog's templates, indexed by their rarest literal word.
 
-    def __init__(self, name: str, header: dict[str, Any], entries: dict[str, str], index: dict[str, list[str]]) -> None:
+    Only the word index is loaded with the catalog; each word's bucket of rows (and the table of every row, for
+    a caller that walks all templates) is read from the blob when first needed."""
+
+    def __init__(self, name: str, header: dict[str, Any], index: dict[str, tuple[int, int]],
+                 table: tuple[int, int], blob: Any) -> None:
         self.name = name
         self.releases: list[str] = [r["version"] for r in header["releases"]]
         self.header = header
-        self.templates = _Entries(entries)
+        self.templates = _Entries(self)
         self.index = index
+        self.blob = blob
         self._order = {v: i for i, v in enumerate(self.releases)}
         self._regex: dict[str, re.Pattern[str]] = {}
-        self._chunks: dict[str, tuple[str, ...]] = {}
+        self._table_at = table
+        self._table: dict[str, Row] | None = None
+        self._rows: dict[str, Row] = {}  # the rows of the buckets read so far
+        self._buckets: dict[str, tuple[Row, ...]] = {}
+
+    def _read(self, where: tuple[int, int]) -> Any:
+        offset, length = where
+        return marshal.loads(self.blob[offset:offset + length])
+
+    def bucket(self, word: str) -> tuple[Row, ...]:
+        """The rows of the templates filed under ``word`` (their rarest literal word)."""
+        rows = self._buckets.get(word)
+        if rows is None:
+            where = self.index.get(word)
+            rows = self._buckets[word] = self._read(where) if where else ()
+            for row in rows:
+                self._rows[row[0]] = row
+        return rows
+
+    def table(self) -> dict[str, Row]:
+        """Every template's row by id."""
+        if self._table is None:
+            self._table = self._read(self._table_at)
+        return self._table
+
+    def row(self, tid: str) -> Row:
+        found = self._rows.get(tid)
+        return found if found is not None else self.table()[tid]
 
     def regex(self, tid: str) -> re.Pattern[str]:
         pattern = self._regex.get(tid)
@@ -133,12 +174,7 @@ class Catalog:
 
     def chunks(self, tid: str) -> tuple[str, ...]:
         """The template's literal pieces, which every line it printed contains (longest first)."""
-        found = self._chunks.get(tid)
-        if found is None:
-            parts = self.templates[tid]["parts"]
-            found = self._chunks[tid] = tuple(sorted((p for p in parts if isinstance(p, str)), key=len,
-                                                     reverse=True))
-        return found
+        return self.row(tid)[3:]
 
     @lru_cache(maxsize=64)  # noqa: B019 - one Catalog per catalog file and process (load() keeps it)
     def release_index(self, version: str | None) -> int | None:
@@ -173,10 +209,13 @@ class Catalog:
         hi = max((self._order.get(r["until"], 0) for r in runs), default=0)
         return self.releases[lo], self.releases[hi]
 
-    def candidates(self, words: set[str]) -> list[str]:
-        out: list[str] = list(self.index.get("", ()))
+    def candidates(self, words: set[str]) -> list[Row]:
+        """The rows of the templates a line with these words may have printed (those without a whole word too)."""
+        out: list[Row] = list(self.bucket(""))
+        index = self.index
         for w in words:
-            out.extend(self.index.get(w, ()))
+            if w in index:
+                out.extend(self.bucket(w))
         return out
 
 
@@ -186,15 +225,17 @@ def load(name: str) -> Catalog | None:
     path = CATALOG_DIR / f"{name}.json.gz"
     if not path.is_file():
         return None
-    from doctor.datacache import cached
+    from doctor.datacache import cached_blob
 
-    # kept as marshal between runs (doctor.datacache): decompressing and parsing the JSON costs ~10x more
-    data = cached(f"errors-{name}-{_CACHE_FORMAT}", [path, Path(__file__)], lambda: _parse(path))
-    return Catalog(name, data["header"], data["entries"], data["index"])
+    # kept between runs (doctor.datacache): decompressing and parsing the JSON costs ~10x more; the entries
+    # stay in a blob beside the index, read only for the templates a line matched
+    data, blob = cached_blob(f"errors-{name}-{_CACHE_FORMAT}", [path, Path(__file__)], lambda: _parse(path))
+    return Catalog(name, data["header"], data["index"], data["table"], blob)
 
 
-def _parse(path: Path) -> dict[str, Any]:
-    """The table and its word index: each template under its rarest literal word (fewest templates share it)."""
+def _parse(path: Path) -> tuple[dict[str, Any], bytes]:
+    """The word index (each template under its rarest literal word, the one fewest templates share) and the blob
+    it points into: every entry's JSON text, each word's bucket of rows, and the table of all rows (marshal)."""
     doc = json.loads(gzip.decompress(path.read_bytes()))
     words: dict[str, set[str]] = {}
     for tid, entry in doc["templates"].items():
@@ -203,12 +244,26 @@ def _parse(path: Path) -> dict[str, Any]:
     for ws in words.values():
         for w in ws:
             freq[w] = freq.get(w, 0) + 1
-    index: dict[str, list[str]] = {}
+    buckets: dict[str, list[str]] = {}
     for tid, ws in words.items():  # a template without a whole word is tried on every line (key "")
-        index.setdefault(min(ws, key=lambda w: (freq[w], -len(w), w)) if ws else "", []).append(tid)
-    entries = {tid: json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-               for tid, entry in doc["templates"].items()}
-    return {"header": doc["header"], "entries": entries, "index": index}
+        buckets.setdefault(min(ws, key=lambda w: (freq[w], -len(w), w)) if ws else "", []).append(tid)
+    blob = bytearray()
+
+    def put(data: bytes) -> tuple[int, int]:
+        blob.extend(data)
+        return len(blob) - len(data), len(data)
+
+    table: dict[str, Row] = {}
+    for tid, entry in doc["templates"].items():
+        table[tid] = (tid, *put(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode()),
+                      *_chunks(entry["parts"]))
+    index = {word: put(marshal.dumps(tuple(table[tid] for tid in tids))) for word, tids in buckets.items()}
+    return {"header": doc["header"], "index": index, "table": put(marshal.dumps(table))}, bytes(blob)
+
+
+def _chunks(parts: list[Any]) -> tuple[str, ...]:
+    """A template's literal pieces, longest first: every line it printed contains each of them."""
+    return tuple(sorted((p for p in parts if isinstance(p, str)), key=len, reverse=True))
 
 
 def _words(parts: list[Any]) -> set[str]:
@@ -269,6 +324,21 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
     (a template the release does not print still matches, with ``in_release`` False, when no template of
     that release does). The outermost template wins (a message that quotes another), then the most specific."""
     line = line[:MAX_LINE]
+    key = (line, engine, version)
+    if key in _MATCHED:
+        return _MATCHED[key]
+    if len(_MATCHED) >= _MAX_MATCHED:  # a long log of distinct lines: memory stays bounded
+        _MATCHED.clear()
+    found = _MATCHED[key] = _match(line, engine, version)
+    return found
+
+
+_MAX_MATCHED = 50_000
+#: (line, engine, version) -> its match: the catalogs do not change within a process.
+_MATCHED: dict[tuple[str, str | None, str | None], TemplateMatch | None] = {}
+
+
+def _match(line: str, engine: str | None, version: str | None) -> TemplateMatch | None:
     if "error, " in line or "failed, " in line:  # vLLM's config classes are pydantic dataclasses: their message
         line = _PYDANTIC.sub(r"\1", line)       # is printed inside pydantic's "Value error, … [type=…]"
     words = {w.lower() for w in _WORD.findall(line)}
@@ -278,9 +348,10 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
         if catalog is None:
             continue
         at = catalog.release_index(version) if name != "lower" else None
-        for tid in catalog.candidates(words):
-            if not all(chunk in line for chunk in catalog.chunks(tid)):  # C-speed test before any regex
+        for row in catalog.candidates(words):
+            if not all(chunk in line for chunk in row[3:]):  # C-speed test before any regex
                 continue
+            tid = row[0]
             m = catalog.regex(tid).search(line)
             if m is None:
                 continue

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
@@ -586,6 +587,7 @@ def _redact_line(line: str) -> str:
     return redact_text(_TOKEN_COUNT.sub(rf"\1{GUARD}\2", line))
 
 
+@lru_cache(maxsize=8192)  # a log's facts repeat their strings (each template's guard, file, function), twice a run
 def _redact(text: str) -> str:
     return _redact_line(text).replace(GUARD, "")
 
