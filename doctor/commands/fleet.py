@@ -279,7 +279,7 @@ def check_target(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], 
                                 log=spec.log)
         run = run_check(CheckOptions(endpoint=spec.endpoint, api_key_env=spec.api_key_env, timeout_s=timeout_s,
                                      offline=offline, symptoms=symptoms, playbook_dirs=playbook_dirs,
-                                     probes=FLEET_PROBES, unchecked=unchecked))
+                                     probes=FLEET_PROBES, unchecked=unchecked, inline_probe=True))
     except DoctorError as exc:
         return TargetResult(spec, error=str(exc))
     return TargetResult(spec, run)
