@@ -48,8 +48,8 @@ def test_each_drip_is_cut_at_its_own_deadline_while_fast_requests_go_on():
         long_one, short_one = pool.submit(slow, 1.2), pool.submit(slow, 0.4)
         fast = [get(srv.url("/fast"), timeout_s=5, max_bytes=MB).body for _ in range(20)]
         assert fast == [b"ok"] * 20
-        assert 0.35 <= short_one.result() < 1.0
-        assert 1.1 <= long_one.result() < 2.0
+        assert 0.35 <= short_one.result() < 1.1  # its own deadline, not the longer one's
+        assert 1.1 <= long_one.result() < 3.0
 
 
 def _child(url: str, queue: multiprocessing.Queue) -> None:
