@@ -124,13 +124,14 @@ def bench(keep: Path, repeat: int, timeout: float, extra: tuple[str, ...] = ()) 
         _settle(keep / "data")
         out = Path(work) / "report.json"
         for _ in range(repeat):
+            load = os.getloadavg()[0]
             ref = reference(prom.url, end, hours)
             before = _cpu_s(prom.process.pid)
             run = run_measured(["report", "--prometheus", prom.url, "--since", f"{hours:g}h", "--until", str(end),
                                 "--timeout", f"{timeout:g}", "-o", str(out), *extra], timeout=1800)
             assert run.rc in (0, 1), run.describe()
             rows.append({"ref": ref, "wall": run.elapsed_s, "rss": run.max_rss_kb / 1024, "cpu": run.cpu_s,
-                         "prom_cpu": _cpu_s(prom.process.pid) - before})
+                         "prom_cpu": _cpu_s(prom.process.pid) - before, "load": (load + os.getloadavg()[0]) / 2})
         doc = json.loads(out.read_text())
         size = out.stat().st_size
     instances = doc["summary"]["instances"]
@@ -148,6 +149,7 @@ def bench(keep: Path, repeat: int, timeout: float, extra: tuple[str, ...] = ()) 
           f"{spread(col['rss'], '.0f')} MiB peak RSS")
     print(f"  report ÷ reference:                          {spread(ratios)}")
     print(f"  CPU: report {spread(col['cpu'])} s, Prometheus {spread(col['prom_cpu'])} s")
+    print(f"  load average (1 min, mean of each run's start and end): {spread(col['load'])}")
     print(f"  per 1,000 instances: {1000 * statistics.median(col['wall']) / instances:.1f} s wall, "
           f"{1000 * statistics.median(col['cpu']) / instances:.2f} s report CPU")
     for kind, expected in EXPECT.items():
@@ -155,7 +157,9 @@ def bench(keep: Path, repeat: int, timeout: float, extra: tuple[str, ...] = ()) 
         print(f"  {kind:13} expected {', '.join(expected) or 'nothing'}: "
               + (", ".join(f"{c} ×{got[c]}" for c in expected) if expected else f"{sum(got.values())} findings")
               + f" (of {instances // len(EXPECT)})")
-    return {"instances": instances, "wall": statistics.median(col["wall"]), "ratio": statistics.median(ratios)}
+    return {"instances": instances, "wall": statistics.median(col["wall"]), "ratio": statistics.median(ratios),
+            "cpu": statistics.median(col["cpu"]), "prom_cpu": statistics.median(col["prom_cpu"]),
+            "ref": statistics.median(col["ref"])}
 
 
 def main() -> None:
@@ -191,10 +195,16 @@ def main() -> None:
     sizes = [bench(keep, args.repeat, args.timeout, extra) for keep in args.data]
     if len(sizes) > 1:
         base = sizes[0]
-        print("\ncost per instance against the first size (1.0 = linear):")
-        for s in sizes:
-            print(f"  {s['instances']:6} instances: wall {s['wall']:.1f} s, per instance "
-                  f"{(s['wall'] / s['instances']) / (base['wall'] / base['instances']):.2f}× the first's")
+        print("\ncost per instance against the first size (medians; 1.0 = linear, below 1 = better than linear):")
+
+        def per(size: dict[str, float], key: str) -> float:
+            return (size[key] / size["instances"]) / (base[key] / base["instances"])
+
+        for size in sizes:
+            print(f"  {size['instances']:6} instances: wall {size['wall']:.1f} s ({per(size, 'wall'):.2f}×), "
+                  f"report CPU {size['cpu']:.1f} s ({per(size, 'cpu'):.2f}×), Prometheus CPU "
+                  f"{size['prom_cpu']:.1f} s ({per(size, 'prom_cpu'):.2f}×), reference {size['ref']:.2f} s "
+                  f"({per(size, 'ref'):.2f}×)")
 
 
 if __name__ == "__main__":

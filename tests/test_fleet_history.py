@@ -77,3 +77,29 @@ def test_a_fleet_past_the_detail_limit_is_drawn_as_its_spread_and_its_worst(tmp_
     hosts = {i["instance"].rsplit(":", 1)[0] for i in charted}
     gpu_query = next(q["query"] for q in doc["queries"]["list"] if q["label"] == "chart: GPU utilization per GPU")
     assert all(h.replace(".", "\\\\.") in gpu_query for h in hosts)
+
+
+@requires_prometheus
+def test_a_fleet_diagnosed_in_worker_processes_gives_the_same_document(tmp_path: Path, monkeypatch) -> None:
+    # past PROCESS_FROM instances the playbooks run in one forked worker per CPU: same document, byte for byte
+    import json
+    import os
+
+    from doctor.report import analysis
+
+    info = build(tmp_path / "fleet", 13, 3, 60, str(PROMTOOL))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})  # two workers, even on a one-CPU runner
+    workers: list[int] = []
+    real = analysis._diagnosed
+    monkeypatch.setattr(analysis, "_diagnosed", lambda *a: workers.append(os.getpid()) or real(*a))
+    with PrivatePrometheus(tmp_path, data=tmp_path / "fleet" / "data") as prom:
+        options = ReportOptions(prometheus=prom.url, since="3h", until=str(info["end"]))
+        documents = []
+        for processes_from in (10**9, 2):
+            monkeypatch.setattr(analysis, "PROCESS_FROM", processes_from)
+            doc, findings = run(options)
+            del doc["generated_at"], doc["queries"]
+            documents.append((json.dumps(doc, sort_keys=True), [f.id for f in findings]))
+    assert workers == [os.getpid()]  # the forked workers' calls are in their own copies of the list
+    assert documents[0] == documents[1]
+    assert len(json.loads(documents[1][0])["instances"]) == 13

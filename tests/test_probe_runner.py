@@ -128,3 +128,23 @@ def test_each_fault_is_bounded_clear_and_contained(fault):
         assert says in hit.raw["requests"][path]["error"]
     others = [r for name, r in results.items() if name != probe]
     assert all(r.ok for r in others), [(r.name, r.error) for r in others]
+
+
+@pytest.mark.parametrize("slow", ["/v1/models", "/metrics"])
+def test_inline_last_probe_runs_beside_the_others_in_the_callers_thread(slow):
+    # check --targets' pool thread runs the last probe itself: a hung server still costs one timeout, not two
+    from doctor.probes.runner import PendingProbes
+
+    routes = _sglang(**{slow: Response(body="x", delay=10)})
+    with LocalServer(routes) as srv:
+        start = time.monotonic()
+        pending = PendingProbes(Target.parse(srv.endpoint), ProbeOptions(timeout_s=0.6), ["server", "metrics"],
+                                inline_last=True)
+        assert [t.name for t in pending._threads] == ["probe-server"]
+        results = pending.results()
+        elapsed = time.monotonic() - start
+    assert elapsed < 1.5
+    assert [r.name for r in results] == ["server", "metrics"]
+    slow_one, other = (results[0], results[1]) if slow == "/v1/models" else (results[1], results[0])
+    assert not slow_one.ok and "timed out after 0.6s" in slow_one.error
+    assert other.ok

@@ -58,6 +58,8 @@ class CheckOptions:
     active_timeout_s: float | None = None
     #: collect the "could not check" lines (a fleet check, which shows findings only, spares their cost)
     unchecked: bool = True
+    #: run the last probe in the calling thread (a fleet check's pool thread: one thread start fewer per target)
+    inline_probe: bool = False
     #: --target-version V: also read the launch command as release V would (doctor/engines/upgrade.py)
     target_version: str | None = None
 
@@ -182,7 +184,7 @@ def _early_probes(opts: CheckOptions) -> PendingProbes | None:
 
     target, probe_opts = _probe_target(opts)
     return PendingProbes(target, probe_opts, names=list(opts.probes) if opts.probes else None,
-                         on_result=_served_model_seen(opts.offline))
+                         on_result=_served_model_seen(opts.offline), inline_last=opts.inline_probe)
 
 
 def _served_model_seen(offline: OfflineInputs) -> Callable[[ProbeResult], None]:

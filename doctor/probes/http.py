@@ -19,12 +19,15 @@ only for an https:// target.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
+import os
 import socket
 import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -185,9 +188,7 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
-    watchdog = threading.Timer(remaining, _expire)
-    watchdog.daemon = True
-    watchdog.start()
+    alarm = _WATCHDOG.arm(time.monotonic() + remaining, _expire)
     try:
         held.append(socket.create_connection((host, port), timeout=remaining))
         if scheme == "https":
@@ -221,9 +222,69 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
             raise
         raise _classify(exc, method, url, host, timeout_s) from None
     finally:
-        watchdog.cancel()
+        alarm.cancel()
         for sock in reversed(held):
             sock.close()
+
+
+class _Alarm:
+    """One armed deadline of the watchdog; ``cancel`` once the request is over (it then never fires)."""
+
+    __slots__ = ("action",)
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action: Callable[[], None] | None = action
+
+    def cancel(self) -> None:
+        self.action = None  # nor does it hold the request's sockets until its time comes
+
+
+class _Watchdog:
+    """One thread for every request's deadline (a heap of alarms), started on first use. A thread per request
+    (threading.Timer) cost a thread start and two more context switches per GET: a third of a fleet check's
+    CPU per target (bench/bench_fleet.py). A forked child (check --targets' workers) starts its own."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._ready = threading.Condition(threading.Lock())
+        self._alarms: list[tuple[float, int, _Alarm]] = []
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, when: float, action: Callable[[], None]) -> _Alarm:
+        """Call ``action`` (in the watchdog's thread) at monotonic time ``when`` unless cancelled first."""
+        alarm = _Alarm(action)
+        with self._ready:
+            self._count += 1
+            heapq.heappush(self._alarms, (when, self._count, alarm))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="http-deadlines", daemon=True)
+                self._thread.start()
+            elif self._alarms[0][2] is alarm:
+                self._ready.notify()
+        return alarm
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while self._alarms and self._alarms[0][2].action is None:
+                    heapq.heappop(self._alarms)
+                if not self._alarms:
+                    self._ready.wait()
+                    continue
+                wait = self._alarms[0][0] - time.monotonic()
+                if wait > 0:
+                    self._ready.wait(wait)
+                    continue
+                action = heapq.heappop(self._alarms)[2].action
+            if action is not None:
+                action()
+
+
+_WATCHDOG = _Watchdog()
 
 
 def _host_header(scheme: str, host: str, port: int) -> str:

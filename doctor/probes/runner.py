@@ -48,13 +48,18 @@ class PendingProbes:
     model's lookup from the server probe's answer while the others still run)."""
 
     def __init__(self, target: Target, opts: ProbeOptions, names: Iterable[str] | None = None,
-                 on_result: Callable[[ProbeResult], None] | None = None) -> None:
+                 on_result: Callable[[ProbeResult], None] | None = None, *, inline_last: bool = False) -> None:
+        """``inline_last``: the last probe runs in the caller's thread when it takes :meth:`results` (beside the
+        others, still in theirs), for a caller with nothing else to do meanwhile: a check --targets pool thread,
+        which spares a thread start per target."""
         self._on_result = on_result
         self.modules = [probe_module(name) for name in dict.fromkeys(names if names is not None else DEFAULT)]
         self._results: dict[str, ProbeResult] = {}
         self._budget = opts.budget_s()
+        threaded = self.modules[:-1] if inline_last else self.modules
+        self._inline = (self.modules[-1], target, opts) if inline_last and self.modules else None
         self._threads = [threading.Thread(target=self._work, args=(m, target, opts), name=f"probe-{m.NAME}",
-                                          daemon=True) for m in self.modules]
+                                          daemon=True) for m in threaded]
         self._deadline = time.monotonic() + self._budget
         for thread in self._threads:
             thread.start()
@@ -65,6 +70,9 @@ class PendingProbes:
             self._on_result(result)
 
     def results(self) -> list[ProbeResult]:
+        if self._inline is not None:  # bounded by its own request deadlines, as the threads' probes are
+            self._work(*self._inline)
+            self._inline = None
         for thread in self._threads:
             thread.join(max(0.0, self._deadline - time.monotonic()))
         finished = dict(self._results)  # one read: a probe finishing now is still reported as timed out
