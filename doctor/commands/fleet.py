@@ -72,8 +72,15 @@ class TargetResult:
     def reachable(self) -> bool:
         return self.run is not None and self.run.unreachable is None
 
+    @property
+    def notes(self) -> list[str]:
+        """What the check says of this target's inputs (a command it could not read): shown on its row, since the
+        server was still checked and the row would otherwise not say that the command's flags were not."""
+        return list(self.run.gathered.notes) if self.run is not None else []
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.spec.name, "endpoint": self.spec.shown, "error": self.error}
+        out: dict[str, Any] = {"name": self.spec.name, "endpoint": self.spec.shown, "error": self.error,
+                               "notes": self.notes}
         if self.run is not None:
             doc = self.run.to_dict()
             out.update(reachable=self.reachable, unreachable=self.run.unreachable,

@@ -21,7 +21,8 @@ def fleet_text(fleet: FleetRun) -> str:
         state = "ok" if r.reachable else "unreachable"
         rows.append((r.spec.name, r.spec.shown, f"{doc['engine'] or ''} {doc['engine_version'] or ''}".strip(),
                      str(doc["model"] or ""), state, worst_severity(findings) or "",
-                     ", ".join(f.id for f in findings) if r.reachable else (r.run.unreachable or "")))
+                     "; ".join(filter(None, [", ".join(f.id for f in findings) if r.reachable
+                                             else (r.run.unreachable or ""), *r.notes]))))
     widths = [min(40, max(len(row[i]) for row in rows)) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell[:w].ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
              for row in rows]
@@ -40,6 +41,7 @@ def fleet_markdown(fleet: FleetRun) -> str:
         doc = r.run.to_dict()
         state = "ok" if r.reachable else f"unreachable: {r.run.unreachable}"
         ids = ", ".join(f"`{f.id}` ({f.severity})" for f in r.run.diagnosis.findings) if r.reachable else ""
+        ids = "; ".join(filter(None, [ids, *r.notes]))
         out.append(f"| {r.spec.name} | {r.spec.shown} | {doc['engine'] or ''} {doc['engine_version'] or ''} | "
                    f"{state} | {ids} |")
     return "\n".join(out) + "\n"
