@@ -42,3 +42,36 @@ def test_dp_attention_keeps_the_experts_sharded_over_the_whole_tp() -> None:
     doc = json.loads(proc.stdout)
     assert doc["facts"]["fit.weights_fit"]["value"] is True
     assert "model-does-not-fit" not in [f["id"] for f in doc["findings"]]
+
+
+def _case_log(case_id: str, tmp_path) -> str:
+    """A worked case's log (bench/incidents/<id>.yaml: the reporter's own lines, the thread's URL there)."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "bench" / "incidents" / f"{case_id}.yaml").read_text(encoding="utf-8"))
+    assert int(data["batch"]) in (1, 2, 3)  # never a blind batch
+    path = tmp_path / f"{case_id}.log"
+    path.write_text(data["evidence"]["log"], encoding="utf-8")
+    return str(path)
+
+
+def _check(*args: str) -> dict:
+    proc = run_cli("check", "--offline", "--format", "json", *args, env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode in (0, 1, 5), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_vllm_boot_line_counts_fewer_full_length_requests_than_the_server_admits(tmp_path) -> None:
+    """vLLM's "Maximum concurrency for N tokens per request: X" is the requests of max_model_len its pool holds
+    (vllm/v1/core/kv_cache_utils.py:1061-1090, 0.33.0). i290 (GB10, 1.36x, the cap left to the engine) and i091
+    (5.70x, --max-num-seqs 128) filled the pool; the same line with the cap below X names nothing."""
+    doc = _check("--symptom", "memory-filling-fast", "--gpu", "GB10:2", "--log", _case_log("i290-glm-5.3-flash-exl3-2x-dgx-sparks-122", tmp_path))
+    assert doc["facts"]["fit.users_fit"]["value"] == 1
+    assert "users-exceed-kv-capacity" in [f["id"] for f in doc["findings"]]
+    log = _case_log("i091-discuss-vllm-ai-t-vllm-0-18-0-kv-cache-1", tmp_path)
+    admitted = _check("--symptom", "memory-filling-fast", "--engine-version", "0.18.0", "--log", log,
+                      "--command", "vllm serve Qwen3.5-9B --max-num-seqs 128")
+    assert "users-exceed-kv-capacity" in [f["id"] for f in admitted["findings"]]
+    capped = _check("--symptom", "memory-filling-fast", "--engine-version", "0.18.0", "--log", log,
+                    "--command", "vllm serve Qwen3.5-9B --max-num-seqs 4")
+    assert "users-exceed-kv-capacity" not in [f["id"] for f in capped["findings"]]

@@ -288,7 +288,8 @@ def _engine(scan: _Scan, put: Any) -> str | None:
         if m.group(1):
             put("log.version", m.group(1).lstrip("v"), "'Initializing an LLM engine (vX)'")
         return "vllm"
-    if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS):
+    # the KV capacity line is vLLM's own (vllm 0.33.0 vllm/v1/core/kv_cache_utils.py:1147-1150; V0's executor)
+    if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS) or scan.first(_VLLM_CONCURRENCY):
         put("log.engine", "vllm", "vLLM's start-up lines")
         return "vllm"
     if scan.first(_SGL_ARGS) or scan.first(_SGL_STATS) or scan.first(_SGL_KV):
@@ -325,6 +326,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
     if m:
         put("log.max_concurrency", float(m.group(2)),
             f"maximum concurrency for {m.group(1)} tokens per request")
+        put("log.max_concurrency_tokens", int(m.group(1).replace(",", "")),
+            "the tokens per request of 'Maximum concurrency for N tokens per request' (max_model_len)")
     m = scan.last(_VLLM_BACKEND)
     if m:
         put("log.attention_backend", m.group(1), "attention backend chosen")
