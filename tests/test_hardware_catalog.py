@@ -90,9 +90,10 @@ def test_seed_slips_on_blackwell_numbers() -> None:
 
 def test_amd_entries_carry_gfx_not_sm() -> None:
     amd = [g for g in all_gpus() if g.vendor == "amd"]
-    assert {g.name for g in amd} == {"MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X", "MI355X"}
+    assert {g.name for g in amd} == {"MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X",
+                                     "MI355X", "Radeon PRO W7900"}
     for gpu in amd:
-        assert gpu.sm is None and gpu.gfx in ("gfx90a", "gfx942", "gfx950")
+        assert gpu.sm is None and gpu.gfx in ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100")
         assert any("must be checked" in note for note in gpu.notes)
 
 
