@@ -75,3 +75,13 @@ def test_vllm_boot_line_counts_fewer_full_length_requests_than_the_server_admits
     capped = _check("--symptom", "memory-filling-fast", "--engine-version", "0.18.0", "--log", log,
                     "--command", "vllm serve Qwen3.5-9B --max-num-seqs 4")
     assert "users-exceed-kv-capacity" not in [f["id"] for f in capped["findings"]]
+
+
+def test_an_amd_gpu_the_catalog_lacks_is_still_amds() -> None:
+    """ROCm/TheRock#7700 (i106) named RDNA cards; one the catalog lacks (RX 9070 XT) is AMD's by its name: the ROCm
+    stack's support is what to check. An unknown name that is not AMD's names nothing."""
+    amd = _check("--symptom", "hardware-fit", "--gpu", "Radeon RX 9070 XT")
+    assert "amd-stack-unverified" in [f["id"] for f in amd["findings"]]
+    assert "<" not in amd["findings"][0]["what"]
+    other = _check("--symptom", "hardware-fit", "--gpu", "RTX 9999")
+    assert "amd-stack-unverified" not in [f["id"] for f in other["findings"]]
