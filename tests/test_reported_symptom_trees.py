@@ -85,3 +85,15 @@ def test_an_amd_gpu_the_catalog_lacks_is_still_amds() -> None:
     assert "<" not in amd["findings"][0]["what"]
     other = _check("--symptom", "hardware-fit", "--gpu", "RTX 9999")
     assert "amd-stack-unverified" not in [f["id"] for f in other["findings"]]
+
+
+def test_a_log_from_a_rocm_build_says_the_gpu_is_amds(tmp_path) -> None:
+    """ROCm/aiter#4831 (i110): "mla_gluon requires gfx950 (CDNA4), got gfx942" names the GPU's own ROCm target, so
+    the GPU is AMD's though none was given; a CUDA-side refusal (SGLang's FA3 assertion, sglang
+    srt/layers/attention/attention_registry.py:239-246) says nothing of the kind."""
+    doc = _check("--symptom", "hardware-fit", "--log", _case_log("i110-aiter-4831", tmp_path))
+    assert doc["facts"]["gpu.vendor"]["value"] == "amd"
+    assert "amd-stack-unverified" in [f["id"] for f in doc["findings"]]
+    cuda = tmp_path / "cuda.log"
+    cuda.write_text("AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90\n", encoding="utf-8")
+    assert "gpu.vendor" not in _check("--symptom", "hardware-fit", "--log", str(cuda))["facts"]

@@ -263,6 +263,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     _problems(scan, put)
     _engine_kwargs(scan, put, engine)
     _xid_events(scan, put)
+    _rocm(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
@@ -498,6 +499,22 @@ def _problems(scan: _Scan, put: Any) -> None:
         if len(lines) > MAX_TRACEBACK_LINES:
             lines = lines[:2] + ["..."] + lines[-(MAX_TRACEBACK_LINES - 3):]
         put("log.traceback", lines, "the last traceback")
+
+
+#: the GPU's own ROCm target in a refusal ("mla_gluon requires gfx950 (CDNA4), got gfx942": ROCm/aiter#4831) or
+#: a ROCm runtime line (HIP's rocdevice.cpp, HSA status codes): only a ROCm build on an AMD GPU prints them
+_ROCM = (_rule('got gfx', r"\bgot (gfx\d{3,4}[a-z]?)\b", re.M),
+         _rule('HSA_STATUS_ERROR_', r"\b(HSA_STATUS_ERROR_[A-Z_]+)", re.M),
+         _rule('rocdevice.cpp', r"\b(rocdevice\.cpp)", re.M))
+
+
+def _rocm(scan: _Scan, put: Any) -> None:
+    """log.rocm: the ROCm target the GPU reported, or the ROCm runtime's own line: the log is from an AMD GPU."""
+    for rule in _ROCM:
+        m = scan.first(rule)
+        if m:
+            put("log.rocm", m.group(1), "a ROCm target or runtime line (an AMD GPU)")
+            return
 
 
 def _xid_events(scan: _Scan, put: Any) -> None:

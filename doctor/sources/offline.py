@@ -310,6 +310,9 @@ def log_stats_facts(facts: Facts) -> None:
     cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
     if cap is not None and "launch.max_num_seqs" not in facts:
         facts.set("launch.max_num_seqs", cap.value, cap.source)
+    rocm = facts.fact("log.rocm")  # the GPU named nowhere else: the log's ROCm lines say it is AMD's
+    if rocm is not None and "gpu.vendor" not in facts:
+        facts.set("gpu.vendor", "amd", f"{rocm.source} ({rocm.value})")
     rate = facts.fact("log.spec_accept_rate")
     if rate is not None and "metrics.spec_accept_rate" not in facts:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
