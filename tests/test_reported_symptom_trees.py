@@ -97,3 +97,12 @@ def test_a_log_from_a_rocm_build_says_the_gpu_is_amds(tmp_path) -> None:
     cuda = tmp_path / "cuda.log"
     cuda.write_text("AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90\n", encoding="utf-8")
     assert "gpu.vendor" not in _check("--symptom", "hardware-fit", "--log", str(cuda))["facts"]
+
+
+def test_sglang_04_decode_lines_are_read(tmp_path) -> None:
+    """SGLang 0.4.x printed "Decode batch. #running-req: …" (sglang 0.4.3 srt/managers/scheduler.py:796-818; i157,
+    sgl-project/sglang#6081): its statistics and accept length are read as the later ", " form's are."""
+    doc = _check("--symptom", "slow-decode", "--log", _case_log("i157-sglang-6081", tmp_path))
+    stats = doc["facts"]["log.stats"]["value"]
+    assert stats["running"] == 8 and stats["spec_accept_length"] == 2.12
+    assert doc["facts"]["log.engine"]["value"] == "sglang"

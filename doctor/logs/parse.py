@@ -111,8 +111,9 @@ _SGL_GRAPH_START = _rule('graph begin', r"Capture (?:[\w ]*?)cuda graph begin", 
 _SGL_GRAPH_OFF = _rule('Cuda graph is disabled', r"(Cuda graph is disabled .*)$", re.M)
 # Hybrid models print "#full token: N, full token usage: X, mamba ..." instead (pool_stats_observer.py:119-147),
 # speculative decoding "accept len: L, accept rate: R" (metrics_reporter.py:1005; R = accepted / drafted).
+# 0.4.x wrote "Decode batch. #running-req: …" (sglang 0.4.3 srt/managers/scheduler.py:796-818), later ", "
 _SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py:963
-    r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
     r"(?:.*?accept len: ([\d.]+),)?(?: accept rate: ([\d.]+),)?.*?#queue-req: (\d+)", re.M)
 _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
 #: a request refused at admission (managers/utils.py:282-285, 0.5.23; 0.4.3 :33-36): the limit is
