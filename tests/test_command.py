@@ -407,3 +407,19 @@ def test_bad_engine_or_version_arguments() -> None:
         parse_command("vllm serve m", engine_version="banana")
     with pytest.raises(InputError, match="engine: 'tgi'"):
         parse_command("--foo 1", engine="tgi")
+
+
+def test_version_unknown_reads_an_older_releases_exact_flag_with_its_meaning() -> None:
+    """SGLang 0.3.5-0.5.19 read --cuda-graph-max-bs (catalog sglang.json: server_args.py:690, from 0.5.14 an alias
+    of --cuda-graph-max-bs-decode); 0.5.20 on has only the -decode/-prefill pair, of which it is an ambiguous
+    prefix that argparse refuses. With the version unknown the command ran, so it was for a release that read
+    the flag: its value is kept with the last such release's meaning (the renamed problem says which releases),
+    where a known 0.5.23 still calls it ambiguous and reads no value."""
+    text = "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 32"
+    unknown = parse_command(text)
+    flags = {f.dest: f.value for f in unknown.flags}
+    assert flags.get("cuda_graph_max_bs_decode") == 32
+    assert [p.kind for p in unknown.problems if p.flag == "--cuda-graph-max-bs"] == ["renamed_flag"]
+    known = parse_command(text, engine_version="0.5.23")
+    assert not {"cuda_graph_max_bs", "cuda_graph_max_bs_decode"} & {f.dest for f in known.flags}
+    assert [p.kind for p in known.problems if p.flag == "--cuda-graph-max-bs"] == ["ambiguous_flag"]

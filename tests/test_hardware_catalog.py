@@ -90,9 +90,10 @@ def test_seed_slips_on_blackwell_numbers() -> None:
 
 def test_amd_entries_carry_gfx_not_sm() -> None:
     amd = [g for g in all_gpus() if g.vendor == "amd"]
-    assert {g.name for g in amd} == {"MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X", "MI355X"}
+    assert {g.name for g in amd} == {"MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X",
+                                     "MI355X", "Radeon PRO W7900"}
     for gpu in amd:
-        assert gpu.sm is None and gpu.gfx in ("gfx90a", "gfx942", "gfx950")
+        assert gpu.sm is None and gpu.gfx in ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100")
         assert any("must be checked" in note for note in gpu.notes)
 
 
@@ -132,3 +133,15 @@ def test_docs_list_every_known_gpu() -> None:
     rows = {line.split("|")[1].strip() for line in (ROOT / "docs" / "hardware.md").read_text().splitlines()
             if line.startswith("| ") and line.count("|") > 10}
     assert {g.name for g in all_gpus()} <= rows
+
+
+def test_an_unknown_gpu_named_as_amds_is_amd() -> None:
+    """A GPU the catalog lacks still runs the ROCm stack when its name is AMD's (Radeon, Instinct, MIxxx, RX nnnn,
+    gfx target): gpu.vendor is set, so amd-stack-unverified can say so; an unknown NVIDIA-looking name stays
+    unknown."""
+    from doctor.hardware.spec import vendor_from_name
+
+    for name in ("Radeon RX 9070 XT", "AMD Instinct MI60", "RX 7900", "gfx1201 card"):
+        assert vendor_from_name(name, "--gpu")[0] == "amd", name
+    for name in ("RTX 9999", "Tesla K80", "Mi Notebook"):
+        assert vendor_from_name(name, "--gpu") is None, name

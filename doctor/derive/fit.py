@@ -17,7 +17,9 @@ _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_att
           # the band of comparable predictions (doctor/model/band.py) and the weights margin
           "gpu.sm", "launch.quantization", "model.moe", "model.quantization",
           # the user's own measured runs of this model, GPU and engine (doctor/model/calibration.py)
-          "model.name", "launch.model", "server.model", "gpu.name")
+          "model.name", "launch.model", "server.model", "gpu.name",
+          # vLLM's own count of full-length requests its KV pool holds, when the arithmetic cannot be done
+          "log.max_concurrency", "log.max_concurrency_tokens")
 
 
 @analyzer(reads=_READS, produces=("fit.*",))
@@ -28,6 +30,7 @@ def derive_fit(facts: Facts) -> None:
     fraction = mem_fraction(facts)
     if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
         _derive_context(facts)
+        _derive_users_from_log(facts)
         return
     reserved = facts.get("engine.non_kv_bytes_per_gpu")
     reserved = float(reserved) if isinstance(reserved, (int, float)) and not isinstance(reserved, bool) else 0.0
@@ -55,6 +58,7 @@ def derive_fit(facts: Facts) -> None:
     if isinstance(routed, int) and routed and isinstance(redundant, int):
         facts.set("fit.eplb_extra_fraction", redundant / routed, "derived: redundant / routed experts")
     _derive_context(facts)
+    _derive_users_from_log(facts)
 
 
 def _derive_band(facts: Facts) -> None:
@@ -114,3 +118,22 @@ def _derive_context(facts: Facts) -> None:
     tokens = facts.get("fit.kv_tokens")
     if isinstance(tokens, int) and context.value > 0:
         facts.set("fit.users_fit", tokens // context.value, "derived: fit.kv_tokens ÷ fit.context")
+
+
+def _derive_users_from_log(facts: Facts) -> None:
+    """fit.users_fit (and fit.context) from vLLM's boot line when the fit arithmetic gave none (no config or GPU):
+    "Maximum concurrency for N tokens per request: X" is how many requests of max_model_len (N) the KV pool
+    holds — blocks per request summed over the KV groups, against the pool (vllm 0.33.0
+    vllm/v1/core/kv_cache_utils.py:1061-1090, logged at :1147-1150). Only at that context: a shorter workload
+    context would hold more, by an amount the line does not give (hybrid groups are not linear)."""
+    concurrency, at = facts.fact("log.max_concurrency"), facts.fact("log.max_concurrency_tokens")
+    if concurrency is None or at is None or "fit.users_fit" in facts:
+        return
+    if not isinstance(concurrency.value, (int, float)) or not isinstance(at.value, int):
+        return
+    context = facts.get("fit.context")
+    if context is not None and context != at.value:
+        return
+    if context is None:
+        facts.set("fit.context", at.value, at.source)
+    facts.set("fit.users_fit", int(concurrency.value), f"{concurrency.source} (the engine's own count, rounded down)")

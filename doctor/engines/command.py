@@ -391,6 +391,8 @@ class _Walker:
         name = tok.partition("=")[0]
         norm = _normalise(cat, name)
         self.i += 1
+        if cat.coverage == "unknown" and self._older_release_flag(tok, name, norm):
+            return
         ambiguous = cat.ambiguous(tok)
         if ambiguous:
             cmd.problems.append(Problem("ambiguous_flag", name, {"matches": ambiguous}))
@@ -435,6 +437,29 @@ class _Walker:
             detail["remedy"] = "drop it"
         cmd.problems.append(Problem("unknown_flag", name, detail))
         self._skip_value(tok, None)
+
+    def _older_release_flag(self, tok: str, name: str, norm: str) -> bool:
+        """With the version unknown, a flag the newest release dropped but older ones read by its exact name: the
+        command was most likely written for such a release (argparse refuses an ambiguous prefix, so a command
+        that ran did not meet the newest parser), so its value is read with that release's meaning — the
+        removed/renamed problem still says which releases read it. False: not such a flag."""
+        change = flag_change(self.cat, norm)
+        if change is None or change.kind == "too_new" or change.spec is None:
+            return False
+        self._history_problem(name, change)
+        spec = change.spec
+        explicit = tok.partition("=")[2] if "=" in tok else None
+        res = Resolution(spec, norm, name, explicit, False)
+        raw = self._values(spec, res)
+        if raw is None:
+            return True
+        secret = is_secret_name(spec.dest) or is_secret_name(norm)
+        if secret:  # never typed into a fact: the mask stands for it, as for a flag the release reads
+            return True
+        value, problem = _typed(spec, raw, res)
+        if problem is None:
+            self.cmd.flags.append(FlagValue(name, norm, spec.dest, value, raw))
+        return True
 
     def _other_launcher(self, tok: str, name: str, norm: str) -> bool:
         """A flag this release has, but not on the launcher the command used (vLLM's demo server and

@@ -117,6 +117,18 @@ def _splits(raw: str) -> Iterator[tuple[str, list[int]]]:
         yield rest[: attached.start()], [*counts, int(attached.group(1))]
 
 
+#: AMD's product names and ISA targets (Radeon, Instinct, MI300X, RX 7900, gfx1100): a GPU the catalog lacks but whose
+#: name says it is AMD's still runs the ROCm stack, which is what the vendor decides (amd-stack-unverified)
+_AMD_NAME = re.compile(r"(?i)\b(?:radeon|instinct|amd)\b|\bMI\d{2,3}[A-Z]?\b|\bgfx\d{3,4}[a-z]?\b|\bRX ?\d{4}\b")
+
+
+def vendor_from_name(name: str, source: str) -> tuple[str, str] | None:
+    """(vendor, source) for a GPU the catalog lacks whose name is AMD's; None otherwise (NVIDIA's names say too
+    little: an unknown one may be any generation, and its vendor decides nothing the catalog would not)."""
+    m = _AMD_NAME.search(name)
+    return ("amd", f"{source}: {m.group(0)!r} in the name is AMD's (the GPU is not in the catalog)") if m else None
+
+
 def unknown_gpu(name: str, memory_bytes: int, memory_basis: str) -> GpuModel:
     """A stand-in entry for a GPU the catalog lacks: the memory the user gave, nothing else claimed.
 
@@ -144,9 +156,13 @@ def gpu_facts(spec: GpuSpec, source: str) -> Facts:
         facts.set("gpu.memory_bytes", spec.gpu.memory_bytes, spec.gpu.memory_basis)
         why = (f"{spec.gpu.name!r} is not in the GPU catalog ({LIST_HINT}): compute capability, FP8/FP4 support, "
                "class and interconnect are unknown; name a catalog GPU for those checks")
+        vendor = vendor_from_name(spec.gpu.name, source)
         for key in ("gpu.vendor", "gpu.sm", "gpu.fp8", "gpu.nvfp4", "gpu.mxfp4", "gpu.class", "gpu.interconnect",
                     *(f"gpu.{kernel}" for kernel in kernel_rules())):
-            facts.error(key, why)
+            if key == "gpu.vendor" and vendor:
+                facts.set(key, *vendor)
+            else:
+                facts.error(key, why)
     else:
         facts = catalog_facts(spec.gpu)
     if spec.assumed:

@@ -112,8 +112,9 @@ _SGL_GRAPH_START = _rule('graph begin', r"Capture (?:[\w ]*?)cuda graph begin", 
 _SGL_GRAPH_OFF = _rule('Cuda graph is disabled', r"(Cuda graph is disabled .*)$", re.M)
 # Hybrid models print "#full token: N, full token usage: X, mamba ..." instead (pool_stats_observer.py:119-147),
 # speculative decoding "accept len: L, accept rate: R" (metrics_reporter.py:1005; R = accepted / drafted).
+# 0.4.x wrote "Decode batch. #running-req: …" (sglang 0.4.3 srt/managers/scheduler.py:796-818), later ", "
 _SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py:963
-    r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
     r"(?:.*?accept len: ([\d.]+),)?(?: accept rate: ([\d.]+),)?.*?#queue-req: (\d+)", re.M)
 _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
 #: a request refused at admission (managers/utils.py:282-285, 0.5.23; 0.4.3 :33-36): the limit is
@@ -264,6 +265,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     _problems(scan, put)
     _engine_kwargs(scan, put, engine)
     _xid_events(scan, put)
+    _rocm(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
@@ -289,7 +291,8 @@ def _engine(scan: _Scan, put: Any) -> str | None:
         if m.group(1):
             put("log.version", m.group(1).lstrip("v"), "'Initializing an LLM engine (vX)'")
         return "vllm"
-    if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS):
+    # the KV capacity line is vLLM's own (vllm 0.33.0 vllm/v1/core/kv_cache_utils.py:1147-1150; V0's executor)
+    if scan.first(_VLLM_ARGS) or scan.first(_VLLM_STATS) or scan.first(_VLLM_CONCURRENCY):
         put("log.engine", "vllm", "vLLM's start-up lines")
         return "vllm"
     if scan.first(_SGL_ARGS) or scan.first(_SGL_STATS) or scan.first(_SGL_KV):
@@ -326,6 +329,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
     if m:
         put("log.max_concurrency", float(m.group(2)),
             f"maximum concurrency for {m.group(1)} tokens per request")
+        put("log.max_concurrency_tokens", int(m.group(1).replace(",", "")),
+            "the tokens per request of 'Maximum concurrency for N tokens per request' (max_model_len)")
     m = scan.last(_VLLM_BACKEND)
     if m:
         put("log.attention_backend", m.group(1), "attention backend chosen")
@@ -496,6 +501,22 @@ def _problems(scan: _Scan, put: Any) -> None:
         if len(lines) > MAX_TRACEBACK_LINES:
             lines = lines[:2] + ["..."] + lines[-(MAX_TRACEBACK_LINES - 3):]
         put("log.traceback", lines, "the last traceback")
+
+
+#: the GPU's own ROCm target in a refusal ("mla_gluon requires gfx950 (CDNA4), got gfx942": ROCm/aiter#4831) or
+#: a ROCm runtime line (HIP's rocdevice.cpp, HSA status codes): only a ROCm build on an AMD GPU prints them
+_ROCM = (_rule('got gfx', r"\bgot (gfx\d{3,4}[a-z]?)\b", re.M),
+         _rule('HSA_STATUS_ERROR_', r"\b(HSA_STATUS_ERROR_[A-Z_]+)", re.M),
+         _rule('rocdevice.cpp', r"\b(rocdevice\.cpp)", re.M))
+
+
+def _rocm(scan: _Scan, put: Any) -> None:
+    """log.rocm: the ROCm target the GPU reported, or the ROCm runtime's own line: the log is from an AMD GPU."""
+    for rule in _ROCM:
+        m = scan.first(rule)
+        if m:
+            put("log.rocm", m.group(1), "a ROCm target or runtime line (an AMD GPU)")
+            return
 
 
 def _xid_events(scan: _Scan, put: Any) -> None:

@@ -218,7 +218,10 @@ def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
     """--gpu / --gpu-mem into facts. An unknown name does not stop lint/check: its facts stay unknown, with what to
     pass; an ambiguous one says which variant was assumed; --gpu-mem overrides any other memory source."""
     if inputs.gpu:
-        from doctor.hardware.spec import UnknownGpu  # lazy: a lint without --gpu never loads the catalog
+        from doctor.hardware.spec import (  # lazy: a lint without --gpu never loads it
+            UnknownGpu,
+            vendor_from_name,
+        )
 
         try:
             gpu = gpu_facts_for(inputs.gpu, inputs.gpu_mem)
@@ -228,6 +231,9 @@ def _gpu_inputs(inputs: OfflineInputs, facts: Facts, notes: list[str]) -> None:
             gpu.set("gpu.known", False, f"{source}: not in the GPU catalog")
             gpu.set("gpu.count", exc.count, source)
             gpu.error("gpu", str(exc))
+            vendor = vendor_from_name(exc.name, source)
+            if vendor:  # an AMD GPU the catalog lacks still runs the ROCm stack: the vendor is what that decides
+                gpu.set("gpu.vendor", *vendor)
             notes.append(f"{exc} — the GPU checks are skipped")
         facts.update(gpu, overwrite=False)
         if gpu.get("gpu.assumed"):
@@ -304,6 +310,9 @@ def log_stats_facts(facts: Facts) -> None:
     cap = facts.fact("log.max_running_requests")  # SGLang's effective cap, as it printed it at start-up
     if cap is not None and "launch.max_num_seqs" not in facts:
         facts.set("launch.max_num_seqs", cap.value, cap.source)
+    rocm = facts.fact("log.rocm")  # the GPU named nowhere else: the log's ROCm lines say it is AMD's
+    if rocm is not None and "gpu.vendor" not in facts:
+        facts.set("gpu.vendor", "amd", f"{rocm.source} ({rocm.value})")
     rate = facts.fact("log.spec_accept_rate")
     if rate is not None and "metrics.spec_accept_rate" not in facts:
         facts.set("metrics.spec_accept_rate", rate.value, rate.source, observed=True)
