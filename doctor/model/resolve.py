@@ -252,6 +252,10 @@ def _hub() -> tuple[Any, Any, str]:
 # Endpoints found unreachable in this process -> the reason. A fleet check or a bench resolves many models in one
 # run; asking a Hub that did not answer again for each would cost a timeout per target.
 _UNREACHABLE: dict[str, str] = {}
+#: endpoint -> (when read, why) an earlier run's memo (doctor/model/hubmemo.py) takes the Hub as down; kept
+#: RECALL_S so that a long-lived `serve` still sees the memo expire
+_RECALLED_DOWN: dict[str, tuple[float, str]] = {}
+RECALL_S = 60.0
 
 
 def _endpoint() -> str:
@@ -265,8 +269,15 @@ def _down(endpoint: str) -> str | None:
 
     if endpoint in _UNREACHABLE:
         return f"earlier in this run ({_UNREACHABLE[endpoint]})"
+    kept = _RECALLED_DOWN.get(endpoint)  # a lint of many files asks for every model it names: read once a minute
+    if kept is not None and time.monotonic() - kept[0] < RECALL_S:
+        return kept[1]
     recalled = recalled_unreachable(endpoint)
-    return None if recalled is None else f"in a run less than {UNREACHABLE_S / 3600:g} h ago ({recalled})"
+    if recalled is None:
+        return None
+    down = f"in a run less than {UNREACHABLE_S / 3600:g} h ago ({recalled})"
+    _RECALLED_DOWN[endpoint] = (time.monotonic(), down)
+    return down
 
 
 def _mark_down(endpoint: str, exc: BaseException) -> None:

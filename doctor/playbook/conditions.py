@@ -43,13 +43,18 @@ class Outcome:
     matched: str = ""
 
 
+#: The one false outcome: a false test carries no evidence and nothing mutates it (most tests of a run are
+#: false, and a dataclass with two list fields is not free to build ~100,000 times a lint loop).
+_FALSE = Outcome(False)
+
+
 def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
     if "all" in cond:
         parts = []
         for part in cond["all"]:  # one false part decides: the rest would change nothing (no evidence is kept)
             outcome = evaluate(part, facts)
             if outcome.value is False:
-                return Outcome(False)
+                return _FALSE
             parts.append(outcome)
         if any(p.value is None for p in parts):
             return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
@@ -61,13 +66,13 @@ def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
             return Outcome(True, support=_flatten(p.support for p in true_parts), matched=_longest(true_parts))
         if any(p.value is None for p in parts):
             return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
-        return Outcome(False)
+        return _FALSE
     if "not" in cond:
         inner = evaluate(cond["not"], facts)
         if inner.value is None:
             return Outcome(None, missing=inner.missing)
         if inner.value is True:
-            return Outcome(False)
+            return _FALSE
         # The negation of a false test is evidence too: "no EP flag" is part of the moe-without-ep chain.
         return Outcome(True, support=_negated_support(cond["not"], facts))
     return _test(cond, facts)
@@ -177,7 +182,7 @@ def _value_test(cond: dict[str, Any], op: str, key: str, fact: Any, facts: Facts
         expected = cond.get("value")
     ok = _compare(op, value, expected)
     if not ok:  # false, or not comparable: no evidence to word (most tests of a run end here)
-        return Outcome(False)
+        return _FALSE
     shown = f"{cond['ref']} ({_fmt(expected)})" if ref is not None else _fmt(expected)
     outcome = _result(ok, key, fact, f"{_OP_WORDS[op]} {shown}")
     if op == "matches":
@@ -244,7 +249,7 @@ def _is_number(x: Any) -> bool:
 
 def _result(ok: bool, key: str, fact: Any, test: str) -> Outcome:
     if not ok:
-        return Outcome(False)
+        return _FALSE
     if fact is None:  # "missing" came out true: the absence is the evidence
         return Outcome(True, support=[Evidence(key, None, "not known", test)])
     return Outcome(True, support=[Evidence(key, fact.value, fact.source, test, fact.observed)])

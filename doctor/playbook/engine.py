@@ -128,6 +128,8 @@ class _Walk:
     #: why each missing fact is unknown, and the hint to learn it: the facts do not change during a walk, and
     #: the same few missing facts stop dozens of branches (a report asks them for every instance of a fleet)
     _known: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    #: whether each missing fact lies in ``unreachable``: asked for every undecided branch (~85 a lint)
+    _beyond: dict[str, bool] = field(default_factory=dict)
 
     def nodes(self, nodes: list[dict[str, Any]], playbook: Playbook, chain: list[Evidence]) -> None:
         for node in nodes:
@@ -152,12 +154,18 @@ class _Walk:
     def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
         # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
         # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
-        if not self.record or any(_under(k, self.unreachable) for k in missing):
+        if not self.record or any(self._out_of_reach(k) for k in missing):
             return
         for cause_id in _causes_below(node):
             key = (playbook.symptom, cause_id)
             if key not in self.unchecked:
                 self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self._why, node)
+
+    def _out_of_reach(self, key: str) -> bool:
+        beyond = self._beyond.get(key)
+        if beyond is None:
+            beyond = self._beyond[key] = _under(key, self.unreachable)
+        return beyond
 
     def _why(self, key: str) -> tuple[str | None, str | None]:
         """(why ``key`` is unknown, how to learn it), worked out once per walk."""
