@@ -93,13 +93,28 @@ def _literals(parts: list) -> list[str]:
 
 
 def test_every_release_read_is_in_the_tables() -> None:
-    """Every release of the flag catalogs from the error catalog's first on (vLLM 0.6.0, SGLang 0.4.0; the
-    releases read before those, tools/catalog_versions.txt's oldest, have flag catalogs only)."""
+    """Every release of the flag catalogs, the ones before the catalogs of issue 22 point 5 included (vLLM
+    0.2.0-0.5.5, SGLang 0.1.3-0.3.6.post3), each from its own wheel with its sha256."""
     from tools.gen_catalog import shipped_versions
 
-    for engine, first in (("vllm", "0.6.0"), ("sglang", "0.4.0")):
+    for engine, first in (("vllm", "0.2.0"), ("sglang", "0.1.3")):
         listed = [v for e, v in shipped_versions() if e == engine]
-        assert cat.load(engine).releases == listed[listed.index(first):]
+        catalog = cat.load(engine)
+        assert catalog.releases == listed and listed[0] == first
+        wheels = {r["version"]: r["wheel"] for r in catalog.header["releases"]}
+        assert all(wheels[v].startswith(f"{engine}-{v}-") for v in listed)
+
+
+def test_a_table_is_rebuilt_from_itself_byte_for_byte() -> None:
+    """``gen_errors.py --all --reuse-table`` takes the releases a table holds back out of it: lossless, so
+    adding a release (older or newer) reads only that release's wheel."""
+    import gzip
+
+    from tools.catalog_gen import error_history
+
+    raw = gzip.decompress((ROOT / "doctor" / "engines" / "errors" / "sglang.json.gz").read_bytes())
+    table = json.loads(raw)
+    assert error_history.dump(error_history.build("sglang", error_history.reads_of(table))) == raw
 
 
 # ------------------------------------------------------------------------------------------- real logs

@@ -29,6 +29,7 @@ from doctor.logs.source import signatures
 _WRAPPER = "wraps another error (a traceback or the worker's own message follows or is quoted): that line names the cause"
 GENERIC = {
     "sglang-960446b4ff": _WRAPPER,  # Scheduler hit an exception: {traceback}
+    "sglang-3a2f0f8caf": _WRAPPER,  # Exception in ModelRpcClient: (SGLang 0.1.3-0.1.17's router, a traceback follows)
     "sglang-c396104f31": _WRAPPER,  # Received sigquit from a child process. It usually means the child failed.
     "vllm-6edf7ce82b": _WRAPPER,  # WorkerProc failed to start.
     "vllm-a471509d6d": _WRAPPER,  # EngineCore failed to start.
