@@ -63,8 +63,28 @@ def _live(engine: str, version: str) -> list[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_rendered_template_is_matched_back_to_itself_and_its_releases(engine: str, data) -> None:
+    _rendered_back(engine, data.draw(st.sampled_from(cat.load(engine).releases)), data)
+
+
+#: The releases read before the catalogs of issue 22 (point 5): vLLM 0.2.0-0.5.5, SGLang 0.1.3-0.3.6.post3.
+_OLD = {"vllm": "0.6.0", "sglang": "0.4.0"}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_rendered_template_of_an_old_release_is_matched_back_to_it(engine: str, data) -> None:
+    releases = cat.load(engine).releases
+    old = releases[:releases.index(_OLD[engine])]
+    assert len(old) >= 25
+    _rendered_back(engine, data.draw(st.sampled_from(old)), data)
+
+
+def _rendered_back(engine: str, version: str, data) -> None:
+    """A template the release prints, rendered with typed values, is matched back to itself (or to one that reads
+    the same line) with its release range and its sites of that release."""
     catalog = cat.load(engine)
-    version = data.draw(st.sampled_from(catalog.releases))
     at = catalog.release_index(version)
     tid = data.draw(st.sampled_from(_live(engine, version)))
     parts = catalog.templates[tid]["parts"]
