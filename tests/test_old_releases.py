@@ -220,3 +220,26 @@ def test_every_old_vllm_release_reads_each_launcher_with_its_own_parser() -> Non
         # is an engine argument from 0.4.2, vllm/engine/arg_utils.py, so the demo server has it too)
         assert demo.resolve("--allowed-origins") is None and openai.resolve("--allowed-origins") is not None, version
         assert cat.parser["launchers"][DEMO]["entry"].startswith("vllm/entrypoints/api_server.py"), version
+
+
+def test_a_vllm_020_config_refusal_is_mapped_by_its_config_class_and_its_fix_quotes_the_check() -> None:
+    """vllm/config.py held every config class until 0.10.0: a refusal raised in CacheConfig's method (the swap-space
+    check, whose words name no flag) is the cache group's, and the check quoted for the fix names that class's flags
+    — read from the catalog's own site (file:line, function, guard of 0.2.0), rendered with values."""
+    from doctor.logs import catalog as cat
+    from doctor.logs.catalog_facts import refusal
+
+    catalog = cat.load("vllm")
+    at = catalog.release_index("0.2.0")
+    tid = next(t for t, e in catalog.templates.items() if cat.template_text(e["parts"]).startswith("Too large swap space.")
+               and cat._printed_at(catalog, t, at))
+    parts = catalog.templates[tid]["parts"]
+    line = "ValueError: " + "".join(p if isinstance(p, str) else "64.00 GiB out of the 62.00 GiB total CPU memory"
+                                     for p in parts)
+    match = cat.match_line(line, "vllm", "0.2.0")
+    assert match is not None and match.template == tid and match.cause == "cache-config-rejected"
+    (site,) = match.sites
+    assert (site.file, site.function) == ("vllm/config.py", "CacheConfig.verify_with_parallel_config")
+    quoted = refusal(match)
+    assert f"vllm/config.py:{site.line}" in quoted and site.guard in quoted and "64.00 GiB" in quoted
+    assert "the flags of the config class it checks: " in quoted and "--block-size" in quoted

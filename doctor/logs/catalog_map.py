@@ -125,13 +125,16 @@ def setting_names(catalog: str, groups: tuple[str, ...] | None = None) -> dict[s
 
 
 @lru_cache(maxsize=256)
-def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
+def config_class_flags(catalog: str, file: str, function: str = "") -> tuple[str, ...]:
     """The flags of the config class a vLLM config module defines (``vllm/config/profiler.py`` → ProfilerConfig's
     fields and --profiler-config, by the module's name; the flag catalog records each flag's config field): what a
     refusal raised there,
-    whose words name no flag, is about. Empty for other files."""
+    whose words name no flag, is about. In the one ``vllm/config.py`` of vLLM 0.2.0-0.10.0 the class is the
+    function's (``CacheConfig.verify_with_parallel_config`` → cache). Empty for other files."""
     m = re.fullmatch(r"vllm/config/(\w+)\.py", file)
-    if catalog != "vllm" or m is None:
+    cls = re.fullmatch(r"(\w+)Config\.\w.*", function) if file == "vllm/config.py" else None
+    name = m.group(1) if m else re.sub(r"(?<!^)(?=[A-Z])", "_", cls.group(1)).lower() if cls else None
+    if catalog != "vllm" or name is None:
         return ()
     from doctor.engines.catalog import load_catalog
 
@@ -140,8 +143,8 @@ def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
         group = (spec.field or "").partition(".")[0]
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", group.removesuffix("Config")).lower()
         # the class's own fields, and the JSON flag that holds the whole class (--profiler-config)
-        whole = spec.field == f"VllmConfig.{m.group(1)}_config"
-        if ((group.endswith("Config") and snake == m.group(1)) or whole) and spec.options:
+        whole = spec.field == f"VllmConfig.{name}_config"
+        if ((group.endswith("Config") and snake == name) or whole) and spec.options:
             out.append(spec.options[0])
     return tuple(dict.fromkeys(out))
 
