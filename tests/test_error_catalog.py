@@ -63,8 +63,28 @@ def _live(engine: str, version: str) -> list[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_rendered_template_is_matched_back_to_itself_and_its_releases(engine: str, data) -> None:
+    _rendered_back(engine, data.draw(st.sampled_from(cat.load(engine).releases)), data)
+
+
+#: The releases read before the catalogs of issue 22 (point 5): vLLM 0.2.0-0.5.5, SGLang 0.1.3-0.3.6.post3.
+_OLD = {"vllm": "0.6.0", "sglang": "0.4.0"}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_rendered_template_of_an_old_release_is_matched_back_to_it(engine: str, data) -> None:
+    releases = cat.load(engine).releases
+    old = releases[:releases.index(_OLD[engine])]
+    assert len(old) >= 25
+    _rendered_back(engine, data.draw(st.sampled_from(old)), data)
+
+
+def _rendered_back(engine: str, version: str, data) -> None:
+    """A template the release prints, rendered with typed values, is matched back to itself (or to one that reads
+    the same line) with its release range and its sites of that release."""
     catalog = cat.load(engine)
-    version = data.draw(st.sampled_from(catalog.releases))
     at = catalog.release_index(version)
     tid = data.draw(st.sampled_from(_live(engine, version)))
     parts = catalog.templates[tid]["parts"]
@@ -93,13 +113,28 @@ def _literals(parts: list) -> list[str]:
 
 
 def test_every_release_read_is_in_the_tables() -> None:
-    """Every release of the flag catalogs from the error catalog's first on (vLLM 0.6.0, SGLang 0.4.0; the
-    releases read before those, tools/catalog_versions.txt's oldest, have flag catalogs only)."""
+    """Every release of the flag catalogs, the ones before the catalogs of issue 22 point 5 included (vLLM
+    0.2.0-0.5.5, SGLang 0.1.3-0.3.6.post3), each from its own wheel with its sha256."""
     from tools.gen_catalog import shipped_versions
 
-    for engine, first in (("vllm", "0.6.0"), ("sglang", "0.4.0")):
+    for engine, first in (("vllm", "0.2.0"), ("sglang", "0.1.3")):
         listed = [v for e, v in shipped_versions() if e == engine]
-        assert cat.load(engine).releases == listed[listed.index(first):]
+        catalog = cat.load(engine)
+        assert catalog.releases == listed and listed[0] == first
+        wheels = {r["version"]: r["wheel"] for r in catalog.header["releases"]}
+        assert all(wheels[v].startswith(f"{engine}-{v}-") for v in listed)
+
+
+def test_a_table_is_rebuilt_from_itself_byte_for_byte() -> None:
+    """``gen_errors.py --all --reuse-table`` takes the releases a table holds back out of it: lossless, so
+    adding a release (older or newer) reads only that release's wheel."""
+    import gzip
+
+    from tools.catalog_gen import error_history
+
+    raw = gzip.decompress((ROOT / "doctor" / "engines" / "errors" / "sglang.json.gz").read_bytes())
+    table = json.loads(raw)
+    assert error_history.dump(error_history.build("sglang", error_history.reads_of(table))) == raw
 
 
 # ------------------------------------------------------------------------------------------- real logs

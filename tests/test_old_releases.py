@@ -151,3 +151,95 @@ def test_a_quantized_checkpoint_without_the_flag_on_vllm_0_2_1() -> None:
     new = json.loads(run_cli("lint", "--engine-version", "0.2.2", "--config", config, "--format", "json",
                              "--", *command.split()).stdout)
     assert "quantization-not-detected" not in {f["id"] for f in new["findings"]}
+
+
+# ------------------------------------------------------------------------------- the error catalogs (point 1)
+def test_a_vllm_027_warning_is_read_as_its_own_release_printed_it() -> None:
+    """vllm-project/vllm#2518 (vLLM 0.2.7, bench/incidents/i201-vllm-2518.yaml): the real line is matched to the
+    template vLLM 0.2.0-0.3.3 printed, and the catalog's line for 0.2.7 is the one the log's own prefix names."""
+    import yaml
+    from conftest import ROOT
+
+    from doctor.logs import catalog as cat
+
+    case = yaml.safe_load((ROOT / "bench" / "incidents" / "i201-vllm-2518.yaml").read_text(encoding="utf-8"))
+    assert case["version"] == "0.2.7"
+    line = case["evidence"]["log"].strip()
+    match = cat.match_line(line, "vllm", "0.2.7")
+    assert match is not None and match.in_release and (match.since, match.until) == ("0.2.0", "0.3.3")
+    (site,) = match.sites
+    assert (site.file, site.function) == ("vllm/core/scheduler.py", "Scheduler._schedule")
+    assert f"scheduler.py:{site.line}]" in line  # WARNING 01-20 16:48:15 scheduler.py:149] …
+    # (0.2.7's f-string gives {prompt_limit} no format spec, so its hole is typed str)
+    assert tuple(int(v) for v in match.ordered) == (2380, 2048) and match.cause == "context-shorter-than-requests"
+    # on 0.6.0 the same words are another template (vllm-5868166a16, holes renamed): the old one is not printed
+    assert cat.match_line(line, "vllm", "0.6.0").template != match.template
+
+
+def test_the_quantization_release_rule_agrees_with_the_catalogs_read_of_the_same_check() -> None:
+    """quantization_from_checkpoint (release_rules.yaml) cites vllm/config.py:100-109 (0.2.0), :105-114 (0.2.1.post1)
+    and the checkpoint's method read from 0.2.2: the error catalog, read independently from the same wheels, has
+    ModelConfig._verify_quantization's refusal inside those ranges, and the check that compares the checkpoint's
+    quant_method with --quantization first printed in 0.2.2."""
+    from doctor.engines.release_rules import rule
+    from doctor.logs import catalog as cat
+
+    catalog = cat.load("vllm")
+
+    def sites(words: str) -> list:
+        return [s for tid, entry in catalog.templates.items() if words in cat.template_text(entry["parts"])
+                for s in catalog.sites(tid, None)[0]
+                if (s.file, s.function) == ("vllm/config.py", "ModelConfig._verify_quantization")]
+
+    for version, (lo, hi) in (("0.2.0", (100, 109)), ("0.2.1.post1", (105, 114))):
+        found = rule("quantization_from_checkpoint", "vllm", version)
+        assert found is not None and found.values["detects"] is False and f":{lo}-{hi}" in found.evidence
+        at = catalog.release_index(version)
+        lines = [line for tid, e in catalog.templates.items() if "Unknown quantization:" in cat.template_text(e["parts"])
+                 for line in [s.line for s in catalog.sites(tid, at)[0] if s.function == "ModelConfig._verify_quantization"]]
+        assert lines and all(lo <= n <= hi for n in lines), (version, lines)
+    compare = sites("Quantization method specified in the model config")
+    assert min(s.since for s in compare if s.since.startswith("0.2")) == "0.2.2"
+    assert rule("quantization_from_checkpoint", "vllm", "0.2.2").values["detects"] is True
+
+
+def test_every_old_vllm_release_reads_each_launcher_with_its_own_parser() -> None:
+    """Every vLLM release 0.2.0-0.5.5: the demo server and the OpenAI server each have their own parser (the demo's
+    lacks the OpenAI frontend's own flags), and `vllm serve` exists from 0.5.2 only (vllm/scripts.py)."""
+    releases = available("vllm")
+    old = releases[:releases.index("0.6.0")]
+    assert len(old) == 25
+    for version in old:
+        cat = load_catalog("vllm", version)
+        launchers = set(cat.parser["launchers"]) - {"evidence_from"}  # (the history's file:line note)
+        serve = {"vllm serve"} if old.index(version) >= old.index("0.5.2") else set()
+        assert launchers == {DEMO, OPENAI} | serve, version
+        demo, openai = cat.for_launcher(DEMO), cat.for_launcher(OPENAI)
+        assert demo.resolve("--model") is not None and openai.resolve("--model") is not None, version
+        # the OpenAI server's CORS flags, in its own parser on every one of them (--served-model-name is not: it
+        # is an engine argument from 0.4.2, vllm/engine/arg_utils.py, so the demo server has it too)
+        assert demo.resolve("--allowed-origins") is None and openai.resolve("--allowed-origins") is not None, version
+        assert cat.parser["launchers"][DEMO]["entry"].startswith("vllm/entrypoints/api_server.py"), version
+
+
+def test_a_vllm_020_config_refusal_is_mapped_by_its_config_class_and_its_fix_quotes_the_check() -> None:
+    """vllm/config.py held every config class until 0.10.0: a refusal raised in CacheConfig's method (the swap-space
+    check, whose words name no flag) is the cache group's, and the check quoted for the fix names that class's flags
+    — read from the catalog's own site (file:line, function, guard of 0.2.0), rendered with values."""
+    from doctor.logs import catalog as cat
+    from doctor.logs.catalog_facts import refusal
+
+    catalog = cat.load("vllm")
+    at = catalog.release_index("0.2.0")
+    tid = next(t for t, e in catalog.templates.items() if cat.template_text(e["parts"]).startswith("Too large swap space.")
+               and cat._printed_at(catalog, t, at))
+    parts = catalog.templates[tid]["parts"]
+    line = "ValueError: " + "".join(p if isinstance(p, str) else "64.00 GiB out of the 62.00 GiB total CPU memory"
+                                     for p in parts)
+    match = cat.match_line(line, "vllm", "0.2.0")
+    assert match is not None and match.template == tid and match.cause == "cache-config-rejected"
+    (site,) = match.sites
+    assert (site.file, site.function) == ("vllm/config.py", "CacheConfig.verify_with_parallel_config")
+    quoted = refusal(match)
+    assert f"vllm/config.py:{site.line}" in quoted and site.guard in quoted and "64.00 GiB" in quoted
+    assert "the flags of the config class it checks: " in quoted and "--block-size" in quoted

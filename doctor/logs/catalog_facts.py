@@ -57,7 +57,7 @@ def refusal(m: TemplateMatch) -> str:
     flags = flags_named(m.catalog, site.file, site.guard or "", " ".join(p for p in parts if isinstance(p, str)))
     if flags:
         out += "; the flags it names: " + ", ".join(flags)
-    elif group := config_class_flags(m.catalog, site.file):
+    elif group := config_class_flags(m.catalog, site.file, site.function):
         out += "; the flags of the config class it checks: " + ", ".join(group[:8]) + (", …" if len(group) > 8 else "")
     return out
 

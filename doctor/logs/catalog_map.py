@@ -47,11 +47,15 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                        "vllm/entrypoints/launchers/*")),
         ("model-load", ("vllm/model_executor/model_loader/*", "vllm/transformers_utils/*",
                         "vllm/model_executor/models/registry.py", "vllm/model_executor/models/config.py",
-                        "vllm/tokenizers/*", "vllm/multimodal/registry.py")),
+                        "vllm/tokenizers/*", "vllm/multimodal/registry.py",
+                        # before the model_loader package (0.2.0-0.4.1)
+                        "vllm/model_executor/model_loader.py", "vllm/model_executor/weight_utils.py")),
         ("device-init", ("vllm/platforms/*", "vllm/worker/worker.py", "vllm/worker/worker_base.py",
                          "vllm/v1/worker/gpu_worker.py", "vllm/v1/worker/worker_base.py", "vllm/executor/*",
                          "vllm/v1/executor/*", "vllm/distributed/parallel_state.py",
-                         "vllm/distributed/device_communicators/pynccl*.py")),
+                         "vllm/distributed/device_communicators/pynccl*.py",
+                         # before vllm/distributed and vllm/executor (0.2.0-0.4.1)
+                         "vllm/model_executor/parallel_utils/parallel_state.py", "vllm/engine/ray_utils.py")),
         ("kv-sizing", ("vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_planning.py", "vllm/worker/cache_engine.py",
                        "vllm/core/block_manager*.py", "vllm/v1/core/kv_cache_manager.py")),
         ("parsers", ("vllm/entrypoints/openai/tool_parsers/abstract_tool_parser.py",
@@ -69,7 +73,11 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("device-init", ("sglang/srt/model_executor/model_runner.py", "sglang/srt/distributed/parallel_state.py",
                          "sglang/srt/entrypoints/engine.py", "sglang/srt/managers/tp_worker.py",
                          "sglang/srt/managers/scheduler.py", "sglang/srt/platforms/*",
-                         "sglang/srt/model_executor/model_runner_components/*")),
+                         "sglang/srt/model_executor/model_runner_components/*",
+                         # the router (0.1.3-0.1.17) and controller (0.1.18-0.2.x) layouts' workers
+                         "sglang/srt/managers/router/model_runner.py", "sglang/srt/managers/router/model_rpc.py",
+                         "sglang/srt/managers/controller/model_runner.py",
+                         "sglang/srt/managers/controller/tp_worker.py")),
         ("kv-sizing", ("sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py",
                        "sglang/srt/model_executor/model_runner_kv_cache_mixin.py")),
         ("parsers", ("sglang/srt/function_call/function_call_parser.py", "sglang/srt/reasoning_parser.py",
@@ -117,13 +125,16 @@ def setting_names(catalog: str, groups: tuple[str, ...] | None = None) -> dict[s
 
 
 @lru_cache(maxsize=256)
-def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
+def config_class_flags(catalog: str, file: str, function: str = "") -> tuple[str, ...]:
     """The flags of the config class a vLLM config module defines (``vllm/config/profiler.py`` → ProfilerConfig's
     fields and --profiler-config, by the module's name; the flag catalog records each flag's config field): what a
     refusal raised there,
-    whose words name no flag, is about. Empty for other files."""
+    whose words name no flag, is about. In the one ``vllm/config.py`` of vLLM 0.2.0-0.10.0 the class is the
+    function's (``CacheConfig.verify_with_parallel_config`` → cache). Empty for other files."""
     m = re.fullmatch(r"vllm/config/(\w+)\.py", file)
-    if catalog != "vllm" or m is None:
+    cls = re.fullmatch(r"(\w+)Config\.\w.*", function) if file == "vllm/config.py" else None
+    name = m.group(1) if m else re.sub(r"(?<!^)(?=[A-Z])", "_", cls.group(1)).lower() if cls else None
+    if catalog != "vllm" or name is None:
         return ()
     from doctor.engines.catalog import load_catalog
 
@@ -132,8 +143,8 @@ def config_class_flags(catalog: str, file: str) -> tuple[str, ...]:
         group = (spec.field or "").partition(".")[0]
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", group.removesuffix("Config")).lower()
         # the class's own fields, and the JSON flag that holds the whole class (--profiler-config)
-        whole = spec.field == f"VllmConfig.{m.group(1)}_config"
-        if ((group.endswith("Config") and snake == m.group(1)) or whole) and spec.options:
+        whole = spec.field == f"VllmConfig.{name}_config"
+        if ((group.endswith("Config") and snake == name) or whole) and spec.options:
             out.append(spec.options[0])
     return tuple(dict.fromkeys(out))
 

@@ -104,5 +104,31 @@ def build(engine: str, reads: list[tuple[str, dict[str, Any], dict[str, Any]]]) 
             "templates": dict(sorted(table.items()))}
 
 
+def reads_of(table: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The ``(version, release header, read)`` list a table was built from, taken back out of it.
+
+    Lossless: the table keeps every site's line per release of its run, and a site's ``cut`` only ever shows
+    as its template's ``multiline``, so ``build(engine, reads_of(t)) == t``. This lets a run add releases
+    (older or newer) to a shipped table without downloading again the wheels it was built from
+    (``tools/gen_errors.py --all --reuse-table``)."""
+    releases = table["header"]["releases"]
+    order = {r["version"]: i for i, r in enumerate(releases)}
+    reads: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for release in releases:
+        header = {k: v for k, v in release.items() if k not in ("version", "counts")}
+        reads.append((release["version"], header, {"templates": {}, "sites": [], "counts": release["counts"]}))
+    for tid, entry in table["templates"].items():
+        cut = bool(entry.get("multiline"))
+        for site in entry.get("sites", ()):
+            lo, hi = order[site["since"]], order[site["until"]]
+            for index in range(lo, hi + 1):
+                line = site["line"][index - lo] if isinstance(site["line"], list) else site["line"]
+                read = reads[index][2]
+                read["templates"].setdefault(tid, entry["parts"])
+                read["sites"].append([tid, site["file"], line, site["function"], site.get("guard", ""),
+                                      site["kind"], site["type"], cut])
+    return reads
+
+
 def dump(table: dict[str, Any]) -> bytes:
     return (json.dumps(table, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n").encode()
