@@ -23,14 +23,22 @@ MIN_RUNS = 5
 #: The strata, from the broadest to the narrowest, in the order the band narrows them.
 STRATA = ("engine", "quantization", "gpu_family", "moe", "attention")
 _LABELS = {"vllm": "vLLM", "sglang": "SGLang", "ampere": "Ampere", "ada": "Ada", "hopper": "Hopper",
-           "blackwell": "Blackwell", "turing": "Turing", "volta": "Volta", "moe": "MoE", "dense": "dense",
+           "blackwell": "Blackwell", "unified": "unified memory", "turing": "Turing", "volta": "Volta", "moe": "MoE", "dense": "dense",
            "gqa": "GQA", "mha": "MHA", "mla": "MLA", "dsa": "DSA"}
+
+
+#: Compute capabilities of the catalog's unified-memory GPUs (doctor/hardware/gpus.yaml: GB10, sm_121, whose
+#: 128 GB LPDDR5x the CPU shares). An engine sizes its pool there from the memory the OS and other processes
+#: leave, so their runs form a stratum of their own: blended into Blackwell's they widened every band.
+UNIFIED_SM = frozenset((121,))
 
 
 def gpu_family(sm: int | None) -> str:
     """The GPU generation from its compute capability (the catalog's sm_XY), the record's GPU stratum."""
     if not isinstance(sm, int) or isinstance(sm, bool):
         return "unknown"
+    if sm in UNIFIED_SM:
+        return "unified"
     for floor, name in ((100, "blackwell"), (90, "hopper"), (89, "ada"), (80, "ampere"), (75, "turing"),
                         (70, "volta")):
         if sm >= floor:
@@ -99,7 +107,9 @@ def band_for(stratum: dict[str, str]) -> Band:
 @lru_cache(maxsize=256)
 def _band(values: tuple[str, ...]) -> Band:
     stratum = dict(zip(STRATA, values, strict=True))
-    runs = [r for r in record() if r["engine"] == stratum["engine"]]
+    # a unified-memory part's runs band only unified-memory parts, and theirs only them (UNIFIED_SM)
+    unified = stratum.get("gpu_family") == "unified"
+    runs = [r for r in record() if r["engine"] == stratum["engine"] and (r["gpu_family"] == "unified") == unified]
     if not runs:
         return Band(None, 0, (), f"none on {_LABELS.get(stratum['engine'], stratum['engine'])}")
     matched, thin = [stratum["engine"]], ""
