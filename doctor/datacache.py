@@ -37,16 +37,10 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     When ``build`` shapes the data in code (validation, defaults, dataclass fields), list that code's module file
     among ``sources`` too: an edit to it must rebuild the copy as surely as an edit to the YAML.
     """
-    directory = cache_dir()
-    sources = sorted(sources, key=os.fspath)
-    if directory is None:
+    slot = _slot(name, sources)
+    if slot is None:
         return build()
-    try:
-        key = _key(sources)
-    except OSError:  # a source vanished: let build() say so
-        return build()
-    # One slot per data set and checkout: two installs side by side do not evict each other's copies.
-    name = f"{name}.{sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    directory, name, key = slot
     file = directory / f"{name}@{key}{_SUFFIX}"
     try:
         return marshal.loads(file.read_bytes())
@@ -64,15 +58,10 @@ def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T,
     and the blob is kept beside the index as raw bytes, mapped into memory rather than read (a run that looks
     at a few dozen of 20,000 entries pays for those). Returns ``(index, buffer)``, the buffer sliceable like
     bytes (``buffer[a:b]``); with no cache directory it is the built bytes themselves."""
-    directory = cache_dir()
-    sources = sorted(sources, key=os.fspath)
-    if directory is None:
+    slot = _slot(name, sources)
+    if slot is None:
         return build()
-    try:
-        key = _key(sources)
-    except OSError:
-        return build()
-    name = f"{name}.{sha1(str(sources[0].parent.resolve()).encode()).hexdigest()[:8]}" if sources else name
+    directory, name, key = slot
     file, blob = directory / f"{name}@{key}{_SUFFIX}", directory / f"{name}@{key}{_BLOB}"
     try:
         value, size = marshal.loads(file.read_bytes())
@@ -89,6 +78,23 @@ def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T,
             if old != blob:
                 old.unlink(missing_ok=True)
     return value, data
+
+
+def _slot(name: str, sources: Iterable[Path]) -> tuple[Path, str, str] | None:
+    """(cache directory, the data set's slot name, the sources' key), or None when nothing can be kept (no safe
+    cache directory, or a source vanished: then build() runs and says so)."""
+    directory = cache_dir()
+    ordered = sorted(sources, key=os.fspath)
+    if directory is None:
+        return None
+    try:
+        key = _key(ordered)
+    except OSError:
+        return None
+    # One slot per data set and checkout: two installs side by side do not evict each other's copies.
+    if ordered:
+        name = f"{name}.{sha1(str(ordered[0].parent.resolve()).encode()).hexdigest()[:8]}"
+    return directory, name, key
 
 
 def _mapped(path: Path, size: int) -> Any:
