@@ -149,6 +149,33 @@ def _store(directory: Path, name: str, file: Path, value: Any) -> None:
         for old in directory.glob(f"{name}@*{_SUFFIX}"):  # earlier versions of the same data
             if old != file:
                 old.unlink(missing_ok=True)
+        _trim(directory)
+
+
+#: The cache directory's size at most. Each checkout, install and user playbook directory keeps its own slots, and
+#: nothing else removes a slot whose checkout is gone: past this, the least recently written files go first.
+MAX_DIR_BYTES = 512 * 1024 * 1024
+
+
+def _trim(directory: Path) -> None:
+    """Remove the oldest cache files until the directory is back under three quarters of MAX_DIR_BYTES (run
+    after a write, which happens only when a run built something afresh)."""
+    try:
+        files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(directory)
+                 if e.is_file(follow_symlinks=False) and not e.name.startswith(".")]
+    except OSError:
+        return
+    total = sum(size for _, size, _ in files)
+    if total <= MAX_DIR_BYTES:
+        return
+    for _, size, path in sorted(files):
+        if total <= MAX_DIR_BYTES * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+            total -= size
+        except OSError:
+            pass
 
 
 def _write(directory: Path, file: Path, data: bytes) -> bool:

@@ -22,6 +22,11 @@ from typing import Any
 
 #: Patterns kept at most; a table past this (patterns built from inputs) starts again from those one run added.
 MAX_PATTERNS = 5000
+#: A pattern whose compiled form is larger is compiled each run instead (a flag catalog's alternation of every
+#: flag name compiles to ~230 KB, one per release: kept, they grew the table a run loads to over 100 MB).
+MAX_ENTRY_BYTES = 16 * 1024
+#: The table's size at most: past it, the table starts again from what this run added.
+MAX_TABLE_BYTES = 4 * 1024 * 1024
 _SUPPORTED = ((3, 11), (3, 12), (3, 13))
 _installed = False
 
@@ -49,7 +54,9 @@ def install() -> None:
     try:
         # each entry's arguments stay marshalled until a run asks for that pattern: the table holds every
         # pattern any command compiled, a run uses a part
-        table: dict[tuple[Any, int], bytes] = marshal.loads(file.read_bytes())
+        # a table past its bound (written before the bound existed) is not worth reading: it starts again
+        table: dict[tuple[Any, int], bytes] = (
+            marshal.loads(file.read_bytes()) if file.stat().st_size <= MAX_TABLE_BYTES else {})
         if not isinstance(table, dict):
             table = {}
     except Exception:  # noqa: BLE001 - missing, corrupt or foreign: start an empty table
@@ -83,7 +90,9 @@ def install() -> None:
             pattern = _sre.compile(p, *args)
         except Exception:  # noqa: BLE001 - an engine whose compile differs: compile as re does, keep nothing
             return original(p, flags)
-        added[key] = marshal.dumps(args)
+        entry = marshal.dumps(args)
+        if len(entry) <= MAX_ENTRY_BYTES:
+            added[key] = entry
         return pattern
 
     def save() -> None:
@@ -92,6 +101,8 @@ def install() -> None:
         from doctor.datacache import _write
 
         merged = {**table, **added} if len(table) + len(added) <= MAX_PATTERNS else added
+        if sum(map(len, merged.values())) > MAX_TABLE_BYTES:
+            merged = added
         _write(directory, file, marshal.dumps(merged))
 
     _compiler.compile = compile

@@ -316,3 +316,40 @@ def test_dataclass_methods_from_the_table_behave_as_freshly_generated(tmp_path: 
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert _run([], str(blocker / "cache"), code=_DATACLASS_PROBE) == fresh
+
+
+def test_the_regex_table_and_the_cache_directory_stay_bounded(tmp_path: Path) -> None:
+    """A pattern that compiles large (a catalog's alternation of every flag name) is compiled each run, not kept:
+    kept, one per release, they grew the table every run loads past 100 MB (a `inspect` of a bad file then peaked
+    at 255 MB, tests/test_corpus_cli.py). And the cache directory itself is trimmed, oldest files first, once past
+    its budget: each checkout and user playbook directory keeps slots of its own that nothing else removes."""
+    import marshal
+    import os
+    import sys
+
+    from doctor import datacache, regexcache
+
+    if sys.version_info[:2] in regexcache._SUPPORTED:
+        cache = tmp_path / "cache"
+        big = "|".join(f"flag{i}[_ -]name[_ -]{i}" for i in range(3000))  # compiles to far over MAX_ENTRY_BYTES
+        probe = f"import re\nfrom doctor.regexcache import install\ninstall()\nre.compile({big!r})\nre.compile(r'a+b')\n"
+        _run([], str(cache), code=probe)
+        [table] = cache.glob("regex@*.marshal")
+        kept = marshal.loads(table.read_bytes())
+        assert (big, 0) not in kept and ("a+b", 0) in kept
+        assert table.stat().st_size <= regexcache.MAX_TABLE_BYTES
+
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    for i in range(10):
+        path = directory / f"slot{i}@k.marshal"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    original = datacache.MAX_DIR_BYTES
+    try:
+        datacache.MAX_DIR_BYTES = 8000
+        datacache._trim(directory)
+    finally:
+        datacache.MAX_DIR_BYTES = original
+    left = sorted(p.name for p in directory.iterdir())
+    assert left == [f"slot{i}@k.marshal" for i in range(4, 10)]  # the oldest went first, down to 3/4 of the budget
