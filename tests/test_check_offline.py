@@ -148,3 +148,29 @@ def test_bad_recorded_files_are_one_line_exit_2(tmp_path: Path, content: bytes |
         result = run_cli("check", flag, str(path))
         assert result.returncode == 2, (flag, result.stdout, result.stderr)
         assert result.stderr.count("\n") == 1 and str(path) in result.stderr
+
+
+def test_deprecation_warning_of_another_subcommand_is_not_a_deprecated_flag(tmp_path: Path) -> None:
+    """vLLM warns for any parsed dest that some sub-command registered as deprecated (one set shared by every
+    parser, vllm 0.24.0 vllm/utils/argparse_utils.py:116, 141-146): `vllm chat --url` printed run-batch's
+    deprecation (vllm-project/vllm#48094). A log from a sub-command other than serve names no launch flag."""
+    log = tmp_path / "chat.log"
+    log.write_text("WARNING 07-09 15:49:52 [argparse_utils.py:146] argument 'url' is deprecated\n")
+    _rc, doc = _check("--offline", "--symptom", "config-hygiene", "--engine-version", "0.24.0", "--log", str(log),
+                      "--command", "vllm chat --url http://localhost:8000/v1")
+    assert doc["facts"]["launch.other_subcommand"]["value"] == "chat"
+    assert "deprecated-flag" not in _ids(doc)
+    # the same line with no command (or a server's own log) is still the engine's deprecation warning
+    _rc, doc = _check("--offline", "--symptom", "config-hygiene", "--engine-version", "0.24.0", "--log", str(log))
+    assert "deprecated-flag" in _ids(doc)
+
+
+def test_vllm_compiled_extension_missing_is_a_broken_install_not_an_old_release(tmp_path: Path) -> None:
+    """vLLM's warning that vllm._C is absent (vllm/_custom_ops.py:17-18, 0.5.5-0.6.3.post1) explains the model
+    registry's 'not supported' for a Llama (vllm-project/vllm#9624): engine-too-old yields to it."""
+    log = tmp_path / "server.log"
+    log.write_text("WARNING 10-25 00:26:20 _custom_ops.py:19] Failed to import from vllm._C with "
+                   "ModuleNotFoundError(\"No module named 'vllm._C'\")\n"
+                   "ValueError: Model architectures ['LlamaForCausalLM'] are not supported for now.\n")
+    _rc, doc = _check("--offline", "--symptom", "launch-failure", "--engine-version", "0.6.3", "--log", str(log))
+    assert "engine-dependency-missing" in _ids(doc) and "engine-too-old" not in _ids(doc)

@@ -40,8 +40,6 @@ GENERIC = {
     "lower-bae73ed4ed": "pydantic's title line ('N validation error for <Config>'): the next line holds vLLM's message",
     "sglang-d226216468": "Python's AttributeError wording ('X' object has no attribute 'y'): an engine bug, no setting "
                          "causes it",
-    "vllm-5d505acb3d": "a warning that vLLM's compiled ops did not import on this platform; the server may start "
-                       "(vllm-project/vllm thread of case i013: it was not the fault)",
     "vllm-4b75cbc9e8": "multimodal placeholders and features disagree: a mismatch between the engine's and "
                        "transformers' processors whose side the inputs do not say (transformers' version decides)",
     "vllm-c8fe5c0cab": "a fallback notice (FlashInfer absent: PyTorch's own top-p/top-k sampling is used); the server "

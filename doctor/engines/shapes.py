@@ -232,6 +232,22 @@ def _from_segments(segments: list[list[str]], shape: str) -> Launch:
                      f"lmsysorg/sglang image; saw {first[:60]!r}{_unread_why(segments)})")
 
 
+def other_subcommand(text: str) -> str | None:
+    """The sub-command of an engine CLI other than ``serve`` that ``text`` runs (``vllm chat`` -> ``chat``), or None.
+
+    Such a run is a client or tool of the engine, not a deployment: its log lines are not a server's.
+    """
+    try:
+        segments = split_shell(text)
+    except InputError:
+        return None
+    tokens = _strip_env(segments[0], {})[0] if segments else []
+    if len(tokens) > 1 and os.path.basename(tokens[0]) in ("vllm", "sglang") and not tokens[1].startswith("-") \
+            and tokens[1] != "serve":
+        return tokens[1][:30]
+    return None
+
+
 def _unread_why(segments: list[list[str]]) -> str:
     """What was not understood, where a word says: an image llmdoctor cannot tell the engine of, a subcommand the
     engine's CLI does not have."""

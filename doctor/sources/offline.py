@@ -409,6 +409,11 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.error("launch", f"{origin} is not a launch command llmdoctor can read: {exc}")
             if origin == "--command":
                 unread = True
+                from doctor.engines.shapes import other_subcommand
+
+                sub = other_subcommand(text)
+                if sub:
+                    facts.set("launch.other_subcommand", sub, "--command: an engine sub-command other than serve")
                 gathered.notes.append(f"{exc} — the command was not read (its flags are not checked); the other "
                                       "inputs were")
         else:
