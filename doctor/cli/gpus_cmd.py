@@ -43,7 +43,8 @@ class Listing:
 @click.argument("name", required=False)
 @format_option("text", "json", "markdown")
 def gpus(name: str | None, fmt: str) -> int:
-    """List the GPUs llmdoctor knows (NVIDIA from Volta on, AMD Instinct), or resolve NAME as --gpu would."""
+    """List the GPUs llmdoctor knows (NVIDIA from Volta on, AMD Instinct and Radeon PRO), or resolve NAME as --gpu
+    would."""
     from doctor.render.gpus import markdown_table, resolved_text, text_table
 
     listing = Listing()
