@@ -85,7 +85,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
 
     facts.set("launch.engine", point["engine"], "data point")
     facts.set("launch.version", point["version"], "data point")
-    for flag in ("swa_full_tokens_ratio", "disable_hybrid_swa_memory"):
+    for flag in ("swa_full_tokens_ratio", "disable_hybrid_swa_memory", "mamba_full_memory_ratio", "max_mamba_cache_size",
+                 "disable_radix_cache", "max_running_requests"):
         if flags.get(flag) is not None:
             facts.set(f"launch.flags.{flag}", flags[flag], "data point")
     facts.update(swa_pool_facts(card, facts))
@@ -176,6 +177,9 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           enforce_eager=bool(flags.get("enforce_eager")))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total
+    share = facts.get("engine.kv_pool_share")  # SGLang's Mamba state pool takes the rest (sglang_mamba_pool)
+    if share is not None:
+        budget = max(0.0, budget) * share
     if "gpu_blocks" not in logged and "tokens" not in logged:
         # the engine logged only the memory (it did not start): compare memory, the thing it logged
         predicted, actual = budget / GIB, logged["kv_memory"]
@@ -425,6 +429,38 @@ def test_sglang_swa_pool_follows_the_ratio() -> None:
     assert swa_pool_facts(card3, facts3, "sglang").get("model.kv_bytes_per_token") is None
     facts3.set("launch.version", "0.5.3", "test")
     assert swa_pool_facts(card3, facts3, "sglang").get("model.kv_bytes_per_token") is not None
+
+
+@requires_shared
+def test_sglang_mamba_pool_takes_its_share_of_what_is_left() -> None:
+    """A hybrid GDN model on SGLang: the KV pool gets 1 / (1 + --mamba-full-memory-ratio) of what is left after the
+    weights (0.5.9 model_runner_kv_cache_mixin.py:151-208, default 0.9); nothing when the state pool is sized by
+    slots, before the flag's release, or on vLLM."""
+    from doctor.facts import Facts
+    from doctor.model.memory import swa_pool_facts
+    from doctor.sources.offline import model_facts_for
+
+    path = SHARED_FIXTURES / "configs" / "Qwen__Qwen3.5-27B.json"
+    card, model = model_facts_for(str(path), kv_cache_dtype=None, engine="sglang",
+                                  raw=json.loads(path.read_text(encoding="utf-8")))
+    assert card.states
+
+    def share(engine: str, version: str, **flags: object) -> object:
+        facts = Facts()
+        facts.update(model)
+        facts.set("launch.engine", engine, "test")
+        facts.set("launch.version", version, "test")
+        for name, value in flags.items():
+            facts.set(f"launch.flags.{name}", value, "test")
+        out = swa_pool_facts(card, facts)
+        assert out.get("model.kv_bytes_per_token") is None  # the pool's bytes per token stay the full layers'
+        return out.get("engine.kv_pool_share")
+
+    assert share("sglang", "0.5.9") == 1 / 1.9 and share("sglang", "0.5.23") == 1 / 1.9
+    assert share("sglang", "0.5.9", mamba_full_memory_ratio="0.5") == 1 / 1.5
+    assert share("sglang", "0.5.9", max_mamba_cache_size=8) is None
+    assert share("sglang", "0.5.9", disable_radix_cache=True, max_running_requests=8) is None
+    assert share("sglang", "0.5.2") is None and share("vllm", "0.19.0") is None
 
 
 @requires_shared

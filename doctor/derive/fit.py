@@ -11,6 +11,7 @@ from doctor.model.fit import fit_layout, layout_from_facts, mem_fraction
 _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_attention", "launch.flags.attn_dp_size",
           "launch.ep", "launch.expert_parallel", "launch.ep_redundant_experts", "launch.mem_fraction",
           "launch.max_model_len", "gpu.count", "gpu.memory_bytes", "engine.non_kv_bytes_per_gpu",
+          "engine.kv_pool_share",
           "model.kv_bytes_per_token", "model.full_attention", "model.attention", "model.kv_layout",
           "model.attention_heads", "model.kv_heads", "model.weight_bytes", "model.expert_weight_bytes",
           "model.moe.experts", "model.max_context", "model.state_bytes_per_sequence", "workload.context",
@@ -46,8 +47,9 @@ def derive_fit(facts: Facts) -> None:
         if not result.weights_fit:
             _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
         facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
-                  "derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
-                  "derived: usable − weights per GPU")
+                  ("derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
+                   "derived: usable − weights per GPU")
+                  + (" × engine.kv_pool_share" if result.kv_share < 1 else ""))
         group_tokens = result.kv_tokens_per_group
         if group_tokens is not None:
             facts.set("fit.kv_tokens_per_group", group_tokens, "derived: kv budget / per-GPU bytes per token")

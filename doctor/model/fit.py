@@ -125,6 +125,8 @@ class LayoutFit:
     kv_bytes_per_token_per_gpu: float | None
     #: what the engine holds besides weights and KV (activation peak, sampler, non-torch); 0 when not estimated
     reserved_bytes_per_gpu: float = 0.0
+    #: the share of what is left that the KV pool gets (SGLang's Mamba state pool takes the rest); 1 when none
+    kv_share: float = 1.0
 
     @property
     def weights_fit(self) -> bool | None:
@@ -133,7 +135,7 @@ class LayoutFit:
     @property
     def kv_budget_per_gpu_bytes(self) -> float | None:
         return None if self.weights_per_gpu_bytes is None else max(
-            0.0, self.usable_bytes_per_gpu - self.weights_per_gpu_bytes - self.reserved_bytes_per_gpu)
+            0.0, self.usable_bytes_per_gpu - self.weights_per_gpu_bytes - self.reserved_bytes_per_gpu) * self.kv_share
 
     @property
     def kv_tokens_per_group(self) -> int | None:
@@ -172,5 +174,7 @@ def mem_fraction(facts: Facts) -> float | None:
 def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float, reserved: float = 0.0) -> LayoutFit:
     """The arithmetic for ``layout`` on GPUs of ``memory`` bytes at ``fraction``, from the model facts;
     ``reserved`` is the engine's non-KV memory per GPU (doctor/model/memory.py), 0 when not estimated."""
+    share = facts.get("engine.kv_pool_share")
+    share = float(share) if isinstance(share, float) and 0 < share <= 1 else 1.0
     return LayoutFit(layout, fraction, memory * fraction, weights_per_gpu(facts, layout),
-                     kv_bytes_per_token_per_gpu(facts, layout), reserved)
+                     kv_bytes_per_token_per_gpu(facts, layout), reserved, share)

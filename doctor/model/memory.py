@@ -393,6 +393,8 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     if engine != "sglang" or facts.get("launch.flags.disable_hybrid_swa_memory") is True:
         return out
     total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
+    if card.states:
+        return _mamba_pool_facts(out, facts)
     if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
         return out
     found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
@@ -411,6 +413,28 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     out.set("model.kv_bytes_per_token", int(growing + ratio * (total - growing)),
             f"derived: full layers {growing} B + {ratio} ({where}) × sliding layers {total - growing} B "
             f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
+def _mamba_pool_facts(out: Any, facts: Any) -> Any:
+    """engine.kv_pool_share of SGLang's Mamba state pool (engine_memory.yaml sglang_mamba_pool): the state takes
+    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest."""
+    if facts.get("launch.flags.max_mamba_cache_size") is not None or (
+            facts.get("launch.flags.disable_radix_cache") is True
+            and facts.get("launch.flags.max_running_requests") is not None):
+        return out  # the state pool is a count of slots there, not a share
+    found = rule("sglang_mamba_pool", "sglang", facts.get("launch.version"))
+    if found is None:
+        return out
+    try:
+        given = float(facts.get("launch.flags.mamba_full_memory_ratio"))
+    except (TypeError, ValueError):
+        given = None
+    ratio = given if given is not None and given >= 0 else found.values["ratio"]
+    where = "--mamba-full-memory-ratio" if ratio == given else "the default ratio"
+    out.set("engine.kv_pool_share", 1 / (1 + ratio),
+            f"derived: 1 / (1 + {ratio}, {where}): the Mamba state pool takes {ratio}/(1 + {ratio}) of the memory "
+            f"left after the weights (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
     return out
 
 
