@@ -404,13 +404,7 @@ def test_sglang_swa_pool_follows_the_ratio() -> None:
     assert (full, total) == (5 * 2 * 2 * 512 * 2, 5 * 2 * 2 * 512 * 2 + 25 * 2 * 8 * 256 * 2)
 
     def per_token(engine: str, version: str, **flags: object) -> object:
-        facts = Facts()
-        facts.update(model)
-        facts.set("launch.engine", engine, "test")
-        facts.set("launch.version", version, "test")
-        for name, value in flags.items():
-            facts.set(f"launch.flags.{name}", value, "test")
-        return swa_pool_facts(card, facts).get("model.kv_bytes_per_token")
+        return swa_pool_facts(card, _launched(model, engine, version, **flags)).get("model.kv_bytes_per_token")
 
     assert per_token("sglang", "0.5.12", swa_full_tokens_ratio=0.1) == int(full + 0.1 * (total - full))
     assert per_token("sglang", "0.5.12") == int(full + 0.8 * (total - full))
@@ -431,12 +425,24 @@ def test_sglang_swa_pool_follows_the_ratio() -> None:
     assert swa_pool_facts(card3, facts3, "sglang").get("model.kv_bytes_per_token") is not None
 
 
+def _launched(model: object, engine: str, version: str, **flags: object) -> object:
+    """A model's facts launched on ``engine`` ``version`` with ``flags`` (launch.flags.<name>), as the pool rules read them."""
+    from doctor.facts import Facts
+
+    facts = Facts()
+    facts.update(model)
+    facts.set("launch.engine", engine, "test")
+    facts.set("launch.version", version, "test")
+    for name, value in flags.items():
+        facts.set(f"launch.flags.{name}", value, "test")
+    return facts
+
+
 @requires_shared
 def test_sglang_mamba_pool_takes_its_share_of_what_is_left() -> None:
     """A hybrid GDN model on SGLang: the KV pool gets 1 / (1 + --mamba-full-memory-ratio) of what is left after the
     weights (0.5.9 model_runner_kv_cache_mixin.py:151-208, default 0.9); nothing when the state pool is sized by
     slots, before the flag's release, or on vLLM."""
-    from doctor.facts import Facts
     from doctor.model.memory import swa_pool_facts
     from doctor.sources.offline import model_facts_for
 
@@ -446,13 +452,7 @@ def test_sglang_mamba_pool_takes_its_share_of_what_is_left() -> None:
     assert card.states
 
     def share(engine: str, version: str, **flags: object) -> object:
-        facts = Facts()
-        facts.update(model)
-        facts.set("launch.engine", engine, "test")
-        facts.set("launch.version", version, "test")
-        for name, value in flags.items():
-            facts.set(f"launch.flags.{name}", value, "test")
-        out = swa_pool_facts(card, facts)
+        out = swa_pool_facts(card, _launched(model, engine, version, **flags))
         assert out.get("model.kv_bytes_per_token") is None  # the pool's bytes per token stay the full layers'
         return out.get("engine.kv_pool_share")
 
