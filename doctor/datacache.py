@@ -161,10 +161,11 @@ def _trim(directory: Path) -> None:
     """Remove the oldest cache files until the directory is back under three quarters of MAX_DIR_BYTES (run
     after a write, which happens only when a run built something afresh)."""
     try:
-        files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(directory)
+        stats = [(e.path, e.stat(follow_symlinks=False)) for e in os.scandir(directory)
                  if e.is_file(follow_symlinks=False) and not e.name.startswith(".")]
     except OSError:
         return
+    files = [(st.st_mtime, st.st_size, path) for path, st in stats]
     total = sum(size for _, size, _ in files)
     if total <= MAX_DIR_BYTES:
         return
