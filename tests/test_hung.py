@@ -36,7 +36,9 @@ TREE = ("(exec -a VLLM::EngineCore sleep 300) & (exec -a VLLM::Worker_TP0 sleep 
 def server_tree():
     parent = subprocess.Popen(["bash", "-c", TREE], start_new_session=True)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and len(_titles(parent.pid)) < 3:
+    # wait for the two long-lived titles by name: a subshell is titled "bash" until its exec, so a count of
+    # titles can be reached while one of them has not yet been renamed
+    while time.monotonic() < deadline and not {"VLLM::EngineCore", "VLLM::Worker_TP0"} <= set(_titles(parent.pid)):
         time.sleep(0.05)
     yield parent
     os.killpg(parent.pid, signal.SIGKILL)
