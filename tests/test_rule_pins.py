@@ -166,3 +166,44 @@ def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: s
     facts = Facts()
     _mapped_facts(facts, body, "sglang")
     assert facts.fact(fact) is not None and facts.get(fact) == expected
+
+
+
+def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20 point 3: the release rules (engine_memory.yaml, release_rules.yaml, kernels.yaml), a parser's
+    since/earlier names, the family table and the server_info fields all answer through
+    doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
+    changes its answer (a matcher of its own would not notice)."""
+    from doctor.engines import families
+    from doctor.engines.release_rules import rule as release_rule
+    from doctor.facts import Facts
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.gating import kernel_support
+    from doctor.model.memory import rule as memory_rule
+    from doctor.playbook import conditions
+    from doctor.probes.server import _mapped_facts
+
+    body = json.loads((ROOT / "fixtures/scenarios/sglang_server_info.json").read_text())
+    config = json.loads((ROOT / "fixtures/configs/zai-org__GLM-4.5-Air.json").read_text())
+    glm = families.match_family(architectures=config["architectures"], model_type=config["model_type"],
+                                name="zai-org/GLM-4.5-Air")
+    assert glm is not None
+
+    def answers() -> dict[str, Any]:
+        families._match.cache_clear()
+        served = Facts()
+        _mapped_facts(served, body, "sglang")
+        family = families.match_family(architectures=config["architectures"], model_type=config["model_type"],
+                                       name="zai-org/GLM-4.5-Air")
+        return {"engine_memory.yaml": memory_rule("profile", "vllm", "0.4.0"),
+                "release_rules.yaml": release_rule("quantization_from_checkpoint", "vllm", "0.2.0"),
+                "kernels.yaml": kernel_support(lookup_gpu("H100"), "sglang", "0.2.0"),
+                "parser earlier": glm.tool_spec("vllm").at("0.10.0"),
+                "families.yaml": family and family.id,
+                "server_fields.yaml": served.get("launch.prefix_caching")}
+
+    before = answers()
+    monkeypatch.setattr(conditions, "evaluate", lambda cond, facts: conditions.Outcome(None))
+    after = answers()
+    same = sorted(k for k in before if before[k] == after[k])
+    assert same == [], {k: before[k] for k in same}
