@@ -159,7 +159,7 @@ def test_a_typo_in_an_alert_rules_fact_table_fails_validation(tmp_path: Path) ->
 
 
 def test_the_facts_doc_is_generated_from_the_registry() -> None:
-    from doctor.playbook.factdocs import facts_markdown
+    from doctor.render.docs import facts_markdown
 
     committed = (ROOT / "docs" / "facts.md").read_text()
     assert committed == facts_markdown(load_playbooks()), (
