@@ -4,13 +4,23 @@ capacity line (the ``llmdoctor.inspect/1`` schema, docs/inspect.md)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from doctor.errors import InputError
 from doctor.model.card import ModelCard
 from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
 
 SCHEMA = "llmdoctor.inspect/1"
+
+
+class Sizing(NamedTuple):
+    """What the card's KV and capacity lines are sized for: ``build_report``'s keywords, as `inspect`'s flags give
+    them (--kv-dtype, --engine, --context, --gpu-mem)."""
+
+    kv_dtype: str = "auto"
+    engine: str | None = None
+    context: int = 32768
+    gpu_mem: int | None = None
 
 
 def build_report(card: ModelCard, *, kv_dtype: str = "auto", engine: str | None = None,
