@@ -346,3 +346,29 @@ def test_every_producer_is_a_module_of_the_package() -> None:
                       if not (ROOT / "doctor" / spec.producer.replace(".", "/")).with_suffix(".py").is_file()
                       and not (ROOT / "doctor" / spec.producer.replace(".", "/")).is_dir()})
     assert missing == []
+
+
+def test_no_tree_writes_a_log_signature_node_by_hand() -> None:
+    """The nodes that name a cause from its log signatures come from the cause files (lognodes.py): no tree file
+    holds a node whose cause is named by ``log.causes contains <that cause>`` (the node the generator makes), and
+    every cause with signatures gets its generated node."""
+    import yaml
+
+    def nodes(tree):
+        for node in tree:
+            yield node
+            yield from nodes(node.get("then", []))
+
+    def names_itself(node) -> bool:
+        tests = [node.get("when", {})] + list(node.get("when", {}).get("all", []))
+        return any(t == {"fact": "log.causes", "op": "contains", "value": node["cause"]} for t in tests)
+
+    by_hand = sorted(f"{path.name}: {node['cause']}" for path in sorted((ROOT / "playbooks").glob("*.yaml"))
+                     if "tree" in (data := yaml.safe_load(path.read_text()) or {})
+                     for node in nodes(data["tree"]) if "cause" in node and names_itself(node))
+    assert by_hand == []
+    pbset = load_playbooks()
+    placed = {node["cause"] for playbook in pbset.playbooks.values() for node in nodes(playbook.tree)
+              if "cause" in node and names_itself(node)}
+    signed = {c.id for c in pbset.causes.values() if c.log_signatures}
+    assert len(signed) > 50 and signed - placed == set()

@@ -171,10 +171,11 @@ def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: s
 
 def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20 point 3: the release rules (engine_memory.yaml, release_rules.yaml, kernels.yaml), a parser's
-    since/earlier names, the family table and the server_info fields all answer through
+    since/earlier names, the family table, the flag semantics and the server_info fields all answer through
     doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
     changes its answer (a matcher of its own would not notice)."""
-    from doctor.engines import families
+    from doctor.engines import families, launch_facts
+    from doctor.engines.command import parse_command
     from doctor.engines.release_rules import rule as release_rule
     from doctor.facts import Facts
     from doctor.hardware.catalog import lookup_gpu
@@ -200,10 +201,16 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
                 "kernels.yaml": kernel_support(lookup_gpu("H100"), "sglang", "0.2.0"),
                 "parser earlier": glm.tool_spec("vllm").at("0.10.0"),
                 "families.yaml": family and family.id,
-                "server_fields.yaml": served.get("launch.prefix_caching")}
+                "server_fields.yaml": served.get("launch.prefix_caching"),
+                "semantics.yaml": launch_facts.launch_facts(command).to_dict()}
 
+    command = parse_command("vllm serve zai-org/GLM-4.5-Air -tp 4 -dp 2 --enable-expert-parallel",
+                            engine_version="0.10.1")
     before = answers()
-    monkeypatch.setattr(conditions, "evaluate", lambda cond, facts: conditions.Outcome(None))
+    assert launch_facts.evaluate is conditions.evaluate  # the semantics' module holds the one evaluator itself
+    unknown = lambda cond, facts: conditions.Outcome(None)  # noqa: E731 - the stand-in evaluator
+    monkeypatch.setattr(conditions, "evaluate", unknown)
+    monkeypatch.setattr(launch_facts, "evaluate", unknown)
     after = answers()
     same = sorted(k for k in before if before[k] == after[k])
     assert same == [], {k: before[k] for k in same}
