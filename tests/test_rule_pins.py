@@ -171,11 +171,12 @@ def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: s
 
 def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20 point 3: the release rules (engine_memory.yaml, release_rules.yaml, kernels.yaml), a parser's
-    since/earlier names, the family table, the flag semantics and the server_info fields all answer through
-    doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
-    changes its answer (a matcher of its own would not notice)."""
+    since/earlier names, the family table, the flag semantics, the engines' value ranges (refusals.yaml) and the
+    server_info fields all answer through doctor/playbook/conditions.py ``evaluate``: with it made to answer
+    "unknown" to every test, each of them changes its answer (a matcher of its own would not notice)."""
     from doctor.engines import families, launch_facts
     from doctor.engines.command import parse_command
+    from doctor.engines.refusals import refused_values
     from doctor.engines.release_rules import rule as release_rule
     from doctor.facts import Facts
     from doctor.hardware.catalog import lookup_gpu
@@ -194,6 +195,10 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
         families._match.cache_clear()
         served = Facts()
         _mapped_facts(served, body, "sglang")
+        launched = Facts()
+        launched.set("launch.engine", "vllm", "argv")
+        launched.set("launch.flags.gpu_memory_utilization", 0.9, "argv --gpu-memory-utilization 0.9")
+        refused_values(launched)
         family = families.match_family(architectures=config["architectures"], model_type=config["model_type"],
                                        name="zai-org/GLM-4.5-Air")
         return {"engine_memory.yaml": memory_rule("profile", "vllm", "0.4.0"),
@@ -202,7 +207,8 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
                 "parser earlier": glm.tool_spec("vllm").at("0.10.0"),
                 "families.yaml": family and family.id,
                 "server_fields.yaml": served.get("launch.prefix_caching"),
-                "semantics.yaml": launch_facts.launch_facts(command).to_dict()}
+                "semantics.yaml": launch_facts.launch_facts(command).to_dict(),
+                "refusals.yaml": launched.get("launch.refused_values")}
 
     command = parse_command("vllm serve zai-org/GLM-4.5-Air -tp 4 -dp 2 --enable-expert-parallel",
                             engine_version="0.10.1")
