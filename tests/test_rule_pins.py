@@ -171,13 +171,15 @@ def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: s
 
 def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20 point 3: the release rules (engine_memory.yaml, release_rules.yaml, kernels.yaml), a parser's
-    since/earlier names, the family table, the flag semantics, the engines' value ranges (refusals.yaml) and the
-    server_info fields all answer through doctor/playbook/conditions.py ``evaluate``: with it made to answer
-    "unknown" to every test, each of them changes its answer (a matcher of its own would not notice)."""
+    since/earlier names, the family table, the flag semantics, the engines' value ranges (refusals.yaml), the
+    server_info fields and the generated catalogs' history runs (a deprecated parser) all answer through
+    doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
+    changes its answer (a matcher of its own would not notice)."""
     from doctor.engines import families, launch_facts
     from doctor.engines.command import parse_command
     from doctor.engines.refusals import refused_values
     from doctor.engines.release_rules import rule as release_rule
+    from doctor.engines.upgrade import deprecated_parser
     from doctor.facts import Facts
     from doctor.hardware.catalog import lookup_gpu
     from doctor.hardware.gating import kernel_support
@@ -208,7 +210,8 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
                 "families.yaml": family and family.id,
                 "server_fields.yaml": served.get("launch.prefix_caching"),
                 "semantics.yaml": launch_facts.launch_facts(command).to_dict(),
-                "refusals.yaml": launched.get("launch.refused_values")}
+                "refusals.yaml": launched.get("launch.refused_values"),
+                "catalog history run": deprecated_parser("sglang", "tool_parsers", "glm45", "0.5.10")}
 
     command = parse_command("vllm serve zai-org/GLM-4.5-Air -tp 4 -dp 2 --enable-expert-parallel",
                             engine_version="0.10.1")
