@@ -14,7 +14,8 @@ rules (a rule ``since`` a release holds until the next rule's ``since``: :func:`
 conditions, :func:`newest_holding` picks the rule; a history run ``since``…``until`` of the generated catalogs is
 :func:`release_run`), the engines' value ranges (doctor/engines/refusals.yaml) and the model-family table's
 matching (each family's ``match`` lists are conditions, and precedence among the families whose condition holds
-is data, a ``rank``: :func:`best_holding`). ``set`` means one thing everywhere: known, and neither null nor false (docs/playbooks.md).
+is data, a ``rank``: :func:`best_holding`). ``set`` means one thing everywhere: known, and neither null nor
+false (docs/playbooks.md).
 """
 
 from __future__ import annotations
