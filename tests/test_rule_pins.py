@@ -155,6 +155,8 @@ def test_server_fields_keep_their_answers() -> None:
     ("ep_size", 8, "launch.expert_parallel", True),
     ("dtype", "auto", "launch.dtype", None),
     ("speculative_algorithm", None, "launch.speculative", False),
+    ("speculative_algorithm", False, "launch.speculative", False),  # `set` is "known, neither null nor false"
+    ("speculative_algorithm", "EAGLE", "launch.speculative", True),
 ])
 def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: str, expected: Any) -> None:
     """A real SGLang answer with one field changed: a test on a value of another type answers nothing."""
@@ -223,3 +225,25 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
     after = answers()
     same = sorted(k for k in before if before[k] == after[k])
     assert same == [], {k: before[k] for k in same}
+
+
+@pytest.mark.parametrize(("value", "is_set"), [(None, False), (False, False), (0, True), ("", True), ("EAGLE", True)])
+def test_set_means_one_thing_in_every_data_file(value: Any, is_set: bool) -> None:
+    """Issue 20: ``set`` meant "not None and not False" in the trees and "not None" in server_fields.yaml. Now a
+    tree condition, a flag-semantics case (semantics.yaml: launch.speculative from --speculative-config) and a
+    server_info field (server_fields.yaml's ``as: {op: set}``) answer alike for the same value."""
+    from doctor.engines.semantics import load_semantics
+    from doctor.facts import Facts
+    from doctor.playbook.conditions import evaluate
+    from doctor.probes.server import _mapped_facts
+
+    facts = Facts()
+    facts.set("launch.flags.speculative_config", value, "argv")
+    [case, *_] = load_semantics()["facts"]["launch.speculative"]["vllm"]
+    assert case["when"] == {"fact": "launch.flags.speculative_config", "op": "set"}
+    assert (evaluate(case["when"], facts).value is True) is is_set
+    body = json.loads((ROOT / "fixtures/scenarios/sglang_server_info.json").read_text())
+    body["speculative_algorithm"] = value
+    served = Facts()
+    _mapped_facts(served, body, "sglang")
+    assert served.get("launch.speculative") is is_set
