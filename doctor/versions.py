@@ -79,9 +79,7 @@ def rule_for(rules: Sequence[_R], version: str | None) -> _R | None:
     if version is None:
         return rules[-1]
     require_key(version)
-    from doctor.playbook.conditions import newest_holding
-
-    index = newest_holding(_spans(tuple(r.since for r in rules)), _at_release(version))
+    index = _holding(tuple(r.since for r in rules), _release_text(version))
     return None if index is None else rules[index]
 
 
@@ -89,23 +87,17 @@ def _release_text(version: Any) -> str:
     return ".".join(map(str, release(version) or ()))
 
 
-@lru_cache(maxsize=256)
-def _spans(sinces: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The conditions a rule list stands for (the playbooks' one condition language, doctor/playbook/conditions.py),
-    over release numbers alone: a pre/post tag moves no boundary, on either side."""
-    from doctor.playbook.conditions import release_spans
-
-    return release_spans(RELEASE_FACT, [_release_text(since) for since in sinces])
-
-
-@lru_cache(maxsize=64)
-def _at_release(version: str) -> Any:
-    """What a rule's conditions read for ``version``: its release number (kept, never changed, per version)."""
+@lru_cache(maxsize=1024)
+def _holding(sinces: tuple[str, ...], at: str) -> int | None:
+    """Which of the rules starting at ``sinces`` holds on release ``at``: the newest whose span, said as conditions
+    of the playbooks' one language (doctor/playbook/conditions.py) over release numbers alone, is not false — a
+    pre/post tag moves no boundary, on either side. Remembered: a plan sizes many layouts on one release."""
     from doctor.facts import Facts
+    from doctor.playbook.conditions import newest_holding, release_spans
 
     facts = Facts()
-    facts.set(RELEASE_FACT, _release_text(version), "the engine release a rule is picked for")
-    return facts
+    facts.set(RELEASE_FACT, at, "the engine release a rule is picked for")
+    return newest_holding(release_spans(RELEASE_FACT, [_release_text(since) for since in sinces]), facts)
 
 
 #: the fact the release conditions of :func:`rule_for` test (the same name the playbooks test a release by)

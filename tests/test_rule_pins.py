@@ -177,6 +177,7 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
     server_info fields and the generated catalogs' history runs (a deprecated parser) all answer through
     doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
     changes its answer (a matcher of its own would not notice)."""
+    from doctor import versions
     from doctor.engines import families, launch_facts
     from doctor.engines.command import parse_command
     from doctor.engines.refusals import refused_values
@@ -197,6 +198,7 @@ def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.
 
     def answers() -> dict[str, Any]:
         families._match.cache_clear()
+        versions._holding.cache_clear()
         served = Facts()
         _mapped_facts(served, body, "sglang")
         launched = Facts()

@@ -77,7 +77,7 @@ def inspect(config: str, fmt: str, sizing: Sizing, offline: bool) -> int:
 
     sized = model_card(config, offline=offline)
     card = sized.card
-    report = build_report(card, **sizing._asdict())
+    report = build_report(card, **sizing.keywords())
     report["resolution"] = {"origin": sized.resolved.origin, "where": sized.resolved.where,
                             "weights_note": sized.resolved.weights_note or None,
                             "chat_template": sized.resolved.chat_template}

@@ -4,7 +4,7 @@ capacity line (the ``llmdoctor.inspect/1`` schema, docs/inspect.md)."""
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 from doctor.errors import InputError
 from doctor.model.card import ModelCard
@@ -13,14 +13,19 @@ from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
 SCHEMA = "llmdoctor.inspect/1"
 
 
-class Sizing(NamedTuple):
-    """What the card's KV and capacity lines are sized for: ``build_report``'s keywords, as `inspect`'s flags give
-    them (--kv-dtype, --engine, --context, --gpu-mem)."""
+class Sizing:
+    """What the card's KV and capacity lines are sized for, as `inspect`'s flags give them (--kv-dtype, --engine,
+    --context, --gpu-mem): :meth:`keywords` are ``build_report``'s. (A plain class: a NamedTuple is built by
+    exec'ing code, a cost on the path of the command.)"""
 
-    kv_dtype: str = "auto"
-    engine: str | None = None
-    context: int = 32768
-    gpu_mem: int | None = None
+    __slots__ = ("kv_dtype", "engine", "context", "gpu_mem")
+
+    def __init__(self, kv_dtype: str = "auto", engine: str | None = None, context: int = 32768,
+                 gpu_mem: int | None = None) -> None:
+        self.kv_dtype, self.engine, self.context, self.gpu_mem = kv_dtype, engine, context, gpu_mem
+
+    def keywords(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def build_report(card: ModelCard, *, kv_dtype: str = "auto", engine: str | None = None,
