@@ -32,7 +32,14 @@ _EMBEDDED = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?post\d+|rc\d+)
 
 def version_key(version: Any) -> tuple[Any, ...] | None:
     """A sortable key for ``version``, or None when it is not a version number."""
-    match = _VERSION.match(str(version).strip())
+    return _key(str(version).strip())
+
+
+@lru_cache(maxsize=4096)
+def _key(text: str) -> tuple[Any, ...] | None:
+    """version_key of the text, remembered: the rules, catalogs and conditions compare the same few releases over
+    and over (a plan sizes many layouts on one release)."""
+    match = _VERSION.match(text)
     if match is None:
         return None
     release = [int(part) for part in match["release"].split(".")][:_RELEASE_WIDTH]
