@@ -416,6 +416,27 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     return out
 
 
+def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.replicated_weight_bytes: weights every TP rank holds whole (engine_memory.yaml
+    sglang_replicated_embedding: SGLang's Gemma 3/3n/4 token embedding is a plain nn.Embedding, not vocabulary-
+    parallel); nothing for another engine or architecture. ``engine``: the engine planned for, where ``facts``
+    carry no launch (`plan`: the newest release)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    embed = card.param_parts.get("embed", 0)
+    if engine != "sglang" or not embed:
+        return out
+    found = rule("sglang_replicated_embedding", "sglang", facts.get("launch.version"))
+    if found is None or not any(a in (found.values.get("archs") or ()) for a in card.architectures):
+        return out
+    out.set("model.replicated_weight_bytes", embed * 2,
+            f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
+            f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
 def _mamba_pool_facts(out: Any, facts: Any) -> Any:
     """engine.kv_pool_share of SGLang's Mamba state pool (engine_memory.yaml sglang_mamba_pool): the state takes
     ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest."""

@@ -146,9 +146,10 @@ class Sizer:
                 return None
             facts.set("model.weight_bytes", self.weights.total_bytes, self.weights.source)
             facts.set("model.expert_weight_bytes", self.weights.expert_bytes, self.weights.source)
-            from doctor.model.memory import swa_pool_facts
+            from doctor.model.memory import replicated_weight_facts, swa_pool_facts
 
             facts.update(swa_pool_facts(self.card, facts, engine))  # as `lint`/`check` size the same launch
+            facts.update(replicated_weight_facts(self.card, facts, engine))
             self._models[key] = (facts, layout)
         return self._models[key]
 
