@@ -161,7 +161,7 @@ def _gpu(point: dict[str, Any]) -> Any:
 
 
 def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Result:
-    from doctor.model.fit import weights_per_gpu
+    from doctor.model.fit import state_pool_per_gpu, weights_per_gpu
     from doctor.model.memory import non_kv_bytes, on_nvswitch
 
     flags, logged = point["flags"], point["logged"]
@@ -177,7 +177,7 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
                           enforce_eager=bool(flags.get("enforce_eager")))
     assert non_kv is not None
-    budget = gpu.memory_bytes * fraction - weights - non_kv.total
+    budget = gpu.memory_bytes * fraction - weights - non_kv.total - state_pool_per_gpu(facts, layout)
     share = facts.get("engine.kv_pool_share")  # SGLang's Mamba state pool takes the rest (sglang_mamba_pool)
     if share is not None:
         budget = max(0.0, budget) * share
@@ -461,6 +461,15 @@ def test_sglang_mamba_pool_takes_its_share_of_what_is_left() -> None:
     assert share("sglang", "0.5.9", mamba_full_memory_ratio="0.5") == 1 / 1.5
     assert share("sglang", "0.5.9", max_mamba_cache_size=8) is None
     assert share("sglang", "0.5.9", disable_radix_cache=True, max_running_requests=8) is None
+    # sized by slots: that many requests' state (model_runner_kv_cache_mixin.py:100-113,132-137)
+    from doctor.model.kvcache import state_bytes_per_sequence
+
+    def pool(**flags: object) -> object:
+        return swa_pool_facts(card, _launched(model, "sglang", "0.5.9", **flags)).get("engine.state_pool_bytes")
+
+    per_request = state_bytes_per_sequence(card, "sglang")
+    assert pool(max_mamba_cache_size="8") == 8 * per_request == pool(disable_radix_cache=True, max_running_requests=8)
+    assert pool() is None and pool(max_running_requests=8) is None
     assert share("sglang", "0.5.2") is None and share("vllm", "0.19.0") is None
 
 

@@ -180,4 +180,11 @@ def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float, res
     share = facts.get("engine.kv_pool_share")
     share = float(share) if isinstance(share, float) and 0 < share <= 1 else 1.0
     return LayoutFit(layout, fraction, memory * fraction, weights_per_gpu(facts, layout),
-                     kv_bytes_per_token_per_gpu(facts, layout), reserved, share)
+                     kv_bytes_per_token_per_gpu(facts, layout), reserved + state_pool_per_gpu(facts, layout), share)
+
+
+def state_pool_per_gpu(facts: Facts, layout: Layout) -> float:
+    """SGLang's Mamba state pool sized by slots (engine.state_pool_bytes, doctor/model/memory.py), per GPU: the
+    recurrent state is split over the TP ranks like the heads it holds; 0 when the pool is not sized by slots."""
+    pool = facts.get("engine.state_pool_bytes")
+    return pool / (layout.attn_tp * layout.pp) if isinstance(pool, int) and pool > 0 else 0.0

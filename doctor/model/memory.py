@@ -394,7 +394,7 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
         return out
     total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
     if card.states:
-        return _mamba_pool_facts(out, facts)
+        return _mamba_pool_facts(out, facts, card)
     if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
         return out
     found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
@@ -437,15 +437,24 @@ def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = No
     return out
 
 
-def _mamba_pool_facts(out: Any, facts: Any) -> Any:
+def _mamba_pool_facts(out: Any, facts: Any, card: ModelCard) -> Any:
     """engine.kv_pool_share of SGLang's Mamba state pool (engine_memory.yaml sglang_mamba_pool): the state takes
-    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest."""
-    if facts.get("launch.flags.max_mamba_cache_size") is not None or (
-            facts.get("launch.flags.disable_radix_cache") is True
-            and facts.get("launch.flags.max_running_requests") is not None):
-        return out  # the state pool is a count of slots there, not a share
+    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest; sized by slots
+    (--max-mamba-cache-size, or --disable-radix-cache with --max-running-requests), engine.state_pool_bytes: that
+    many requests' state, off the KV pool."""
     found = rule("sglang_mamba_pool", "sglang", facts.get("launch.version"))
     if found is None:
+        return out
+    slots, why = _int(facts.get("launch.flags.max_mamba_cache_size")), "--max-mamba-cache-size"
+    if slots is None and facts.get("launch.flags.disable_radix_cache") is True:
+        slots, why = _int(facts.get("launch.flags.max_running_requests")), "--disable-radix-cache: --max-running-requests"
+    if slots is not None:
+        from doctor.model.kvcache import state_bytes_per_sequence
+
+        per_request = state_bytes_per_sequence(card, "sglang")
+        out.set("engine.state_pool_bytes", slots * per_request,
+                f"derived: {slots} state slots ({why}) × {per_request / 2**20:.1f} MiB of recurrent state per request, "
+                f"split over the TP ranks (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
         return out
     try:
         given = float(facts.get("launch.flags.mamba_full_memory_ratio"))
@@ -457,6 +466,15 @@ def _mamba_pool_facts(out: Any, facts: Any) -> Any:
             f"derived: 1 / (1 + {ratio}, {where}): the Mamba state pool takes {ratio}/(1 + {ratio}) of the memory "
             f"left after the weights (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
     return out
+
+
+def _int(value: Any) -> int | None:
+    """A positive whole number from a flag's value (given as text or number), else None."""
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
 
 def non_kv_facts(card: ModelCard, facts: Any) -> Any:
