@@ -81,16 +81,15 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
             facts.set(key, flags[flag], "data point")
     facts.update(online_fp8_facts(card, facts))
     facts.update(float32_facts(card, facts))
-    from doctor.model.memory import replicated_weight_facts, swa_pool_facts
+    from doctor.model.memory import engine_pool_facts
 
     facts.set("launch.engine", point["engine"], "data point")
     facts.set("launch.version", point["version"], "data point")
     for flag in ("swa_full_tokens_ratio", "disable_hybrid_swa_memory", "mamba_full_memory_ratio", "max_mamba_cache_size",
-                 "disable_radix_cache", "max_running_requests"):
+                 "disable_radix_cache", "max_running_requests", "max_model_len", "enable_prefix_caching"):
         if flags.get(flag) is not None:
             facts.set(f"launch.flags.{flag}", flags[flag], "data point")
-    facts.update(swa_pool_facts(card, facts))
-    facts.update(replicated_weight_facts(card, facts))
+    facts.update(engine_pool_facts(card, facts))
     return card, facts
 
 
@@ -386,6 +385,36 @@ def test_hybrid_state_layers_take_attention_page_slots_in_padded_releases() -> N
                  .fact("model.kv_bytes_per_token") for v in ("0.10.0", "0.19.0", "0.21.0")}
     assert per_token["0.10.0"].value == per_token["0.21.0"].value == 10 * 2048
     assert per_token["0.19.0"].value == 40 * 2048 and "30 state layer slots" in per_token["0.19.0"].source
+
+
+@requires_shared
+def test_vllm_logs_the_group_aware_capacity_of_a_state_hybrid_from_021() -> None:
+    """From 0.21.0 vLLM logs num_blocks / (the blocks one max_model_len request takes over all groups) × max_model_len
+    (0.33.0 kv_cache_utils.py:1061-1093): Qwen3.6-35B-A3B's 10 attention + 30 GDN layers are one attention group and
+    three state groups of 10, the attention block raised to hold the 2,146,304-byte state page (16 × cdiv(page, 16 ×
+    1,024 B) = 2,096 tokens at fp8), a 131,072-token request taking 63 blocks + 3 × 2 state pages with prefix caching
+    (align mode) or 3 × 1 without; the club-3090 log (569,878 tokens of 6.01 GiB) is 10,240 × 1.103 bytes a token."""
+    from doctor.model.memory import group_aware_facts
+    from doctor.sources.offline import model_facts_for
+
+    path = SHARED_FIXTURES / "configs" / "Qwen__Qwen3.6-35B-A3B.json"
+    card, model = model_facts_for(str(path), kv_cache_dtype="fp8", engine="vllm",
+                                  raw=json.loads(path.read_text(encoding="utf-8")), engine_version="0.24.0")
+
+    def per_token(engine: str, version: str, **flags: object) -> object:
+        return group_aware_facts(card, _launched(model, engine, version, **flags)).get("model.kv_bytes_per_token")
+
+    assert model.get("model.kv_bytes_per_token") == 10 * 1024
+    assert per_token("vllm", "0.24.0", max_model_len=131072) == round(10 * 2096 * 1024 * (63 + 3 * 2) / 131072)
+    assert per_token("vllm", "0.24.0", max_model_len=131072, enable_prefix_caching=False) == round(
+        10 * 2096 * 1024 * (63 + 3) / 131072)
+    assert per_token("vllm", "0.20.0", max_model_len=131072) is None  # the padded per-slot log (test above)
+    assert per_token("sglang", "0.5.23", max_model_len=131072) is None
+    llama = SHARED_FIXTURES / "configs" / "meta-llama__Meta-Llama-3.1-8B.json"
+    card8, model8 = model_facts_for(str(llama), kv_cache_dtype=None, engine="vllm",
+                                    raw=json.loads(llama.read_text(encoding="utf-8")), engine_version="0.24.0")
+    assert group_aware_facts(card8, _launched(model8, "vllm", "0.24.0", max_model_len=131072)).get(
+        "model.kv_bytes_per_token") is None  # no state layers: the per-token layout is the log's
 
 
 @requires_shared

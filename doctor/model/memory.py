@@ -381,6 +381,58 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     return out
 
 
+def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token of what vLLM logs from 0.21.0 for a model of full-attention and state (GDN, Mamba)
+    layers (engine_memory.yaml hybrid_attention_groups, group_aware): the group-aware capacity, num_blocks over the
+    blocks one max_model_len request takes across all groups, times max_model_len. Per logged token that is a
+    group's layer slots × the attention block's bytes × those blocks / max_model_len; nothing before 0.21, for
+    SGLang, or for a model with sliding-window groups or without state layers."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    if engine != "vllm" or not card.states or any(g.window for g in card.kv_groups):
+        return out
+    found = rule("hybrid_attention_groups", "vllm", facts.get("launch.version"))
+    slots = attention_group_slots(card)
+    base = facts.get("model.kv_bytes_per_token")
+    if found is None or not found.values.get("group_aware") or slots is None or not isinstance(base, int):
+        return out
+    from doctor.model.kvcache import kv_layout
+
+    _, layers, size = slots
+    per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
+    page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
+    align = int(found.values["kernel_block_alignment"])
+    block = align * -(-page // int(align * per_layer))
+    length = _int(facts.get("launch.max_model_len")) or _int(facts.get("launch.flags.max_model_len")) or card.max_context
+    if not length:
+        return out
+    prefix = facts.get("launch.prefix_caching")
+    prefix = facts.get("launch.flags.enable_prefix_caching") if prefix is None else prefix
+    state_blocks = 1 if prefix is False else 2  # "align" mode with prefix caching, on by default
+    attention_groups = -(-layers // size)
+    state_groups = sum(-(-s.layers // size) for s in card.states)
+    blocks = attention_groups * -(-length // block) + state_groups * state_blocks
+    out.set("model.kv_bytes_per_token", round(size * block * per_layer * blocks / length),
+            f"derived: the group-aware capacity vLLM logs: {size}-layer groups of {block}-token blocks "
+            f"({block * per_layer:.0f} B per attention layer, the state page {page} B fits in it), a "
+            f"{length}-token request taking {attention_groups} × {-(-length // block)} attention blocks + "
+            f"{state_groups} × {state_blocks} state pages ({'align mode: prefix caching' if state_blocks == 2 else 'no prefix caching'}) "
+            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
+def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """What the launch's engine and release change in the pool and the weights per rank, as one set of facts:
+    SGLang's SWA and Mamba pools (swa_pool_facts), vLLM's group-aware capacity (group_aware_facts), the weights
+    every TP rank holds whole (replicated_weight_facts). `lint`, `check`, `plan` and the error record call this."""
+    out = swa_pool_facts(card, facts, engine)
+    out.update(group_aware_facts(card, facts, engine))
+    out.update(replicated_weight_facts(card, facts, engine))
+    return out
+
+
 def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
     """model.kv_bytes_per_token of SGLang's hybrid SWA pool (engine_memory.yaml sglang_swa_pool): the sliding
     layers hold --swa-full-tokens-ratio x the full layers' tokens, and the logged pool counts full-layer tokens;

@@ -148,7 +148,9 @@ class Sizer:
             facts.set("model.expert_weight_bytes", self.weights.expert_bytes, self.weights.source)
             from doctor.model.memory import replicated_weight_facts, swa_pool_facts
 
-            facts.update(swa_pool_facts(self.card, facts, engine))  # as `lint`/`check` size the same launch
+            # as `lint`/`check` size the same launch; vLLM's group-aware capacity needs the launch's max_model_len,
+            # which a plan chooses per layout, so the plan keeps the per-token layout
+            facts.update(swa_pool_facts(self.card, facts, engine))
             facts.update(replicated_weight_facts(self.card, facts, engine))
             self._models[key] = (facts, layout)
         return self._models[key]
