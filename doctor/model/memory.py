@@ -398,11 +398,15 @@ def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     base = facts.get("model.kv_bytes_per_token")
     if found is None or not found.values.get("group_aware") or slots is None or not isinstance(base, int):
         return out
+    from doctor.errors import InputError
     from doctor.model.kvcache import kv_layout
 
     _, layers, size = slots
     per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
-    page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
+    try:
+        page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
+    except InputError:  # a state layout vLLM's is not modelled for: the per-token layout stands
+        return out
     align = int(found.values["kernel_block_alignment"])
     block = align * -(-page // int(align * per_layer))
     length = _int(facts.get("launch.max_model_len")) or _int(facts.get("launch.flags.max_model_len")) or card.max_context
