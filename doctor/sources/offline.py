@@ -453,9 +453,9 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             facts.update(float32_facts(gathered.card, facts))
-            from doctor.model.memory import non_kv_facts, swa_pool_facts
+            from doctor.model.memory import engine_pool_facts, non_kv_facts
 
-            facts.update(swa_pool_facts(gathered.card, facts))
+            facts.update(engine_pool_facts(gathered.card, facts))
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
             # a config handed over as content (a snapshot) has no tokenizer files beside it
             facts.update(parser_token_facts(facts, gathered.card if inputs.config_json is None else None),
