@@ -169,6 +169,35 @@ def test_the_kv_refusal_gives_the_length_that_fits_on_every_wording() -> None:
     assert facts["log.catalog.matches"][0]["where"].startswith("vllm/v1/core/kv_cache_planning.py:")
 
 
+@pytest.mark.parametrize("case,wording,values", [
+    # vLLM 0.2.7's wording (vllm-project/vllm#2418): the KV cache's tokens are the length that fits
+    ("i001-vllm-2418", "vllm-9254bdd0f4", {"max_model_len": 4096, "kv_tokens": 3664, "fits_max_model_len": 3664}),
+    # vLLM 0.8.2's GiB wording as pasted into vllm-project/vllm#15617 (its backticks lost to GitHub's markdown):
+    # the length that fits is the length scaled by available / needed
+    ("i456-vllm-15617", "vllm-376e990f03", {"max_model_len": 116160, "needed_gib": 4.43, "available_gib": 3.48,
+                                            "fits_max_model_len": 91249}),
+])
+def test_a_real_kv_refusal_gives_the_length_that_fits_and_the_memory(tmp_path, case: str, wording: str,
+                                                                     values: dict) -> None:
+    """Issue 22 point 3 on real log lines of the incident benchmark (bench/incidents/, each with its thread): the
+    refusal's holes become facts, and check's fix quotes the length that fits and the memory the engine printed."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "bench" / "incidents" / f"{case}.yaml").read_text(encoding="utf-8"))
+    log = tmp_path / "server.log"
+    log.write_text(doc["evidence"]["log"], encoding="utf-8")
+    facts = _facts(log)
+    assert any(m["template"] == wording for m in facts["log.catalog.matches"]), facts["log.catalog.matches"]
+    for key, value in values.items():
+        assert facts[f"log.kv_refusal.{key}"] == value, (key, facts.get(f"log.kv_refusal.{key}"))
+    result = subprocess.run([sys.executable, "-m", "doctor", "check", "--log", str(log), "--format", "json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    finding = next(f for f in json.loads(result.stdout)["findings"] if f["id"] == "kv-cache-too-small-for-max-len")
+    assert f"at most {values['fits_max_model_len']} fits" in finding["fix"], finding["fix"]
+    if "needed_gib" in values:
+        assert f"{values['needed_gib']} GiB of KV cache needed" in finding["fix"], finding["fix"]
+
+
 def test_public_logs_name_their_template_and_its_file() -> None:
     facts = _facts(PUBLIC / "vllm-no-kv-memory.log")  # vLLM 0.6.4.post1 (SOURCES.md)
     match = next(m for m in facts["log.catalog.matches"] if "No available memory" in m["message"])

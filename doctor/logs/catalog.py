@@ -30,7 +30,7 @@ from typing import Any
 from doctor.versions import version_key
 
 #: The shape of what load() keeps in doctor.datacache; bumped when _parse() changes.
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "engines" / "errors"
 ENGINES = ("vllm", "sglang", "lower")
 #: The message types a log line is matched against for each engine (the layers below under both).
@@ -167,7 +167,9 @@ class Catalog:
         pattern = self._regex.get(tid)
         if pattern is None:
             parts = self.templates[tid]["parts"]
-            body = "".join(re.escape(p) if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
+            # a backtick may be lost where the log was pasted (GitHub's markdown takes `x` as code: vllm#15617's
+            # 0.8.2 KV refusal reads "Try increasing gpu_memory_utilization", the template "`gpu_memory_utilization`")
+            body = "".join(re.escape(p).replace("`", "`?") if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
             # to the end of the line; a KeyError prints its message quoted (KeyError: 'invalid tool call parser…')
             pattern = self._regex[tid] = re.compile(body + r"['\"]?\s*$")
         return pattern
@@ -262,8 +264,9 @@ def _parse(path: Path) -> tuple[dict[str, Any], bytes]:
 
 
 def _chunks(parts: list[Any]) -> tuple[str, ...]:
-    """A template's literal pieces, longest first: every line it printed contains each of them."""
-    return tuple(sorted((p for p in parts if isinstance(p, str)), key=len, reverse=True))
+    """A template's literal pieces, longest first: every line it printed contains each of them (split at its
+    backticks, which a pasted log may have lost)."""
+    return tuple(sorted((c for p in parts if isinstance(p, str) for c in p.split("`") if c), key=len, reverse=True))
 
 
 def _words(parts: list[Any]) -> set[str]:
@@ -308,7 +311,8 @@ def _first_word_at(parts: list[Any], line: str, start: int) -> int:
     """Where the template's first literal piece with a word in it stands in the line."""
     for part in parts:
         if isinstance(part, str) and _WORD.search(part):
-            found = line.find(part, start)
+            piece = next(c for c in part.split("`") if _WORD.search(c))
+            found = line.find(piece, start)
             return found if found >= 0 else len(line)
     return len(line)
 
