@@ -125,6 +125,42 @@ def test_every_release_read_is_in_the_tables() -> None:
         assert all(wheels[v].startswith(f"{engine}-{v}-") for v in listed)
 
 
+def test_the_layers_below_are_read_from_their_pinned_wheels() -> None:
+    """tools/errors_lower.txt pins each lower layer read from a wheel (transformers, triton, FlashInfer,
+    FlashAttention 4); the table holds exactly those releases, each with its wheel and sha256, then the curated
+    messages no wheel holds (torch's allocator, the CUDA runtime, NCCL, pydantic-core: tools/errors_curated.yaml)."""
+    from tools.gen_errors import lower_pins
+
+    catalog = cat.load("lower")
+    pins = lower_pins()
+    assert catalog.releases == [f"{dist}-{version}" for dist, version, _p in pins] + ["curated"]
+    for (dist, version, _p), header in zip(pins, catalog.header["releases"], strict=False):
+        assert header["wheel"].lower().startswith(f"{dist.replace('-', '_')}-{version}-")
+        assert len(header["sha256"]) == 64
+    assert {"transformers", "triton", "flashinfer-python", "flash-attn-4"} <= {d for d, _v, _p in pins}
+
+
+@pytest.mark.parametrize("line,cause,where", [
+    # FlashInfer's JIT refuses a GPU below sm75 (the Volta V100's 7.0), FlashAttention 4 a Pascal card's 6.1
+    ("RuntimeError: FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS={'7.0'}.",
+     "gpu-arch-unsupported", "flashinfer/jit/core.py:139"),
+    # (both engines ship a copy of FlashAttention 4: their own catalog's site of it is the one named)
+    ("ValueError: Unsupported compute capability: 6.1. Supported: 8.x, 9.x, 10.x, 11.x, 12.x",
+     "gpu-arch-unsupported", "cute/interface.py:"),
+    # FlashInfer JIT-compiles at start-up: without the CUDA toolkit's nvcc it cannot
+    ("RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
+     "engine-dependency-missing", "flashinfer/jit/cpp_ext.py:"),
+])
+def test_an_attention_kernels_refusal_is_matched_to_its_wheel(line: str, cause: str, where: str) -> None:
+    """The attention kernels' own refusals, rendered from their templates of the pinned wheels: matched under
+    either engine to the package's file:line and mapped (an architecture below the kernels' minimum, a toolchain
+    the JIT needs)."""
+    for engine in ("vllm", "sglang"):
+        match = cat.match_line(line, engine, None)
+        assert match is not None and match.catalog in ("lower", engine), (engine, match)
+        assert match.cause == cause and where in match.where, (match.cause, match.where)
+
+
 def test_a_table_is_rebuilt_from_itself_byte_for_byte() -> None:
     """``gen_errors.py --all --reuse-table`` takes the releases a table holds back out of it: lossless, so
     adding a release (older or newer) reads only that release's wheel."""
@@ -277,22 +313,32 @@ def test_every_template_a_cause_names_exists() -> None:
 
 
 # ------------------------------------------------------------------------------------------- lazy loading
-_PROBE = ("import sys\nfrom doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
+# every file the process opens is seen by an audit hook: an error catalog (doctor/engines/errors/*.json.gz) or its
+# datacache copy (errors-<name>-… in the cache directory) opened is an error catalog read
+_PROBE = ("import sys\nopened = []\n"
+          "sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == 'open' and args else None)\n"
+          "from doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
           "try:\n    main()\nexcept SystemExit:\n    pass\n"
+          "read = [p for p in opened if '/engines/errors/' in p or '/errors-' in p]\n"
+          "print('READ ' + repr(read), file=sys.stderr)\n"
           "print('LOADED' if 'doctor.logs.catalog' in sys.modules else 'LEAN', file=sys.stderr)\n")
 
 
-def _loads_catalog(*args: str) -> bool:
+def _loads_catalog(*args: str) -> tuple[bool, bool]:
+    """(whether the error catalog's module was imported, whether a catalog file or its cached copy was opened)."""
     result = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=ROOT,
                             timeout=120)
     assert json.loads(result.stdout)["schema"].startswith("llmdoctor.check/"), result.stderr[-2000:]
-    return result.stderr.strip().endswith("LOADED")
+    read = next(line for line in result.stderr.splitlines() if line.startswith("READ "))
+    return result.stderr.strip().endswith("LOADED"), read != "READ []"
 
 
 def test_check_without_a_log_loads_no_catalog() -> None:
+    """Issue 22's bench: `check` without a log neither imports the matcher nor opens a catalog (start-up
+    unchanged); with a log it does both."""
     command = ["check", "--command", "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "--format", "json"]
-    assert not _loads_catalog(*command)
-    assert _loads_catalog(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log"))
+    assert _loads_catalog(*command) == (False, False)
+    assert _loads_catalog(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log")) == (True, True)
 
 
 def test_the_doc_is_generated_from_the_tables() -> None:
