@@ -212,8 +212,13 @@ def test_the_kv_refusal_gives_the_length_that_fits_on_every_wording() -> None:
     # the length that fits is the length scaled by available / needed
     ("i456-vllm-15617", "vllm-376e990f03", {"max_model_len": 116160, "needed_gib": 4.43, "available_gib": 3.48,
                                             "fits_max_model_len": 91249}),
+    # the newest wording (vLLM 0.29.1rc1, eugr/spark-vllm-docker#396) as its reporter quoted it: re-wrapped over
+    # three lines, a bracket dropped, cut before "Try increasing": no template matches a line whole, the quote
+    # reading (doctor/logs/catalog.py match_quote) still gives the numbers and the engine's own estimate
+    ("i340-spark-vllm-docker-396", None, {"max_model_len": 196608, "needed_gib": 23.25, "available_gib": 22.5,
+                                          "fits_max_model_len": 190272}),
 ])
-def test_a_real_kv_refusal_gives_the_length_that_fits_and_the_memory(tmp_path, case: str, wording: str,
+def test_a_real_kv_refusal_gives_the_length_that_fits_and_the_memory(tmp_path, case: str, wording: str | None,
                                                                      values: dict) -> None:
     """Issue 22 point 3 on real log lines of the incident benchmark (bench/incidents/, each with its thread): the
     refusal's holes become facts, and check's fix quotes the length that fits and the memory the engine printed."""
@@ -223,7 +228,8 @@ def test_a_real_kv_refusal_gives_the_length_that_fits_and_the_memory(tmp_path, c
     log = tmp_path / "server.log"
     log.write_text(doc["evidence"]["log"], encoding="utf-8")
     facts = _facts(log)
-    assert any(m["template"] == wording for m in facts["log.catalog.matches"]), facts["log.catalog.matches"]
+    if wording is not None:
+        assert any(m["template"] == wording for m in facts["log.catalog.matches"]), facts["log.catalog.matches"]
     for key, value in values.items():
         assert facts[f"log.kv_refusal.{key}"] == value, (key, facts.get(f"log.kv_refusal.{key}"))
     result = subprocess.run([sys.executable, "-m", "doctor", "check", "--log", str(log), "--format", "json"],
