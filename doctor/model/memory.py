@@ -16,6 +16,7 @@ public logs in tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,17 +71,24 @@ class MlaLayout:
 
 
 def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str | None,
-               kv_dtype_bytes: int = 2) -> MlaLayout | None:
-    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine)."""
+               kv_dtype_bytes: int = 2, flag: Callable[[str], Any] | None = None) -> MlaLayout | None:
+    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine).
+    ``flag(dest)``: a launch flag's value, for a rule whose layout a flag switches (SGLang's --enable-mla in
+    0.2.10-0.3.1.post1, --disable-mla in 0.3.1.post2-0.4.5.post1)."""
     if card.kv_lora_rank is None or engine not in ("vllm", "sglang"):
         return None
     found = rule("mla_kv", engine, version)
     if found is None:
         return None
     where = f"{engine} {version or 'newest'}: {found.evidence}"
-    if found.values["layout"] == "latent":
+    values = found.values
+    switch = values.get("flag")
+    if switch and flag is not None and flag(switch["dest"]) is True:
+        values = {**values, **{k: v for k, v in switch.items() if k != "dest"}}
+        where = f"--{switch['dest'].replace('_', '-')} given; {where}"
+    if values["layout"] == "latent":
         return MlaLayout("latent", None, where)
-    size = found.values["head_size"]
+    size = values["head_size"]
     if size == "qk_head_dim":
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
         size = int(text.get("qk_nope_head_dim") or 0) + int(card.qk_rope_head_dim or 0)
@@ -312,16 +320,17 @@ def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | N
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
-                     kv_dtype: str) -> Any:
+                     kv_dtype: str, flag: Callable[[str], Any] | None = None) -> Any:
     """model.kv_layout (and, for an MLA model on a release that cached every head, the per-head
-    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts."""
+    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts; ``flag(dest)``: the launch
+    command's value of a flag (mla_layout)."""
     from doctor.facts import Facts
 
     facts = Facts()
     if engine is None or card.kv_lora_rank is None:
         return facts
     dtype_bytes = {"fp8": 1, "fp32": 4}.get(kv_dtype, 2)
-    layout = mla_layout(card, raw, engine, version, dtype_bytes)
+    layout = mla_layout(card, raw, engine, version, dtype_bytes, flag)
     if layout is None:
         return facts
     facts.set("model.kv_layout", layout.layout, layout.source)
