@@ -153,14 +153,15 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
-                 enforce_eager: bool = False) -> NonKV | None:
+                 enforce_eager: bool = False, flashinfer_sampler: bool = False) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
     applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
     activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
-    so a release that takes their memory off the pool takes nothing."""
+    so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
+    FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -182,9 +183,12 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
     rows = 0
     sampler = 0
+    per_element = values.get("sampler_bytes_per_element", SAMPLER_BYTES_PER_ELEMENT)
     if values.get("sampler") and card.vocab_size:
         rows = min(max_num_seqs, max_num_batched_tokens)
-        sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
+        if flashinfer_sampler:
+            per_element = values.get("flashinfer_sampler_bytes_per_element", per_element)
+        sampler = int(rows * card.vocab_size * float(per_element))
     graphs = rule("cudagraph_pool", engine, version)
     taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
     cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
@@ -197,7 +201,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         non_torch += NVSWITCH_TP_BYTES
     return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
-                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
+                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab at {float(per_element):g} B an element"
+                    + (" (FlashInfer's sampler)" if flashinfer_sampler and rows else "") if rows else "")
                  + f" + non-torch {non_torch / GIB:.2f} GiB"
                  + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
                  + " + the memory CUDA does not report × the fraction"
@@ -553,7 +558,8 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             gpu_memory_bytes=number("gpu.memory_bytes"),
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
                             nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
-                            enforce_eager=facts.get("launch.flags.enforce_eager") is True)
+                            enforce_eager=facts.get("launch.flags.enforce_eager") is True,
+                            flashinfer_sampler=str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1")
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
