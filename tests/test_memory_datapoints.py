@@ -85,6 +85,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
 
     facts.set("launch.engine", point["engine"], "data point")
     facts.set("launch.version", point["version"], "data point")
+    if point.get("gpu") or point.get("gpu_mem_gib"):  # SGLang keeps its RoPE tables in fp32 on CUDA only
+        facts.set("gpu.vendor", _gpu(point).vendor, "data point")
     for flag in ("swa_full_tokens_ratio", "disable_hybrid_swa_memory", "mamba_full_memory_ratio", "max_mamba_cache_size",
                  "disable_radix_cache", "max_running_requests", "max_model_len", "enable_prefix_caching"):
         if flags.get(flag) is not None:
@@ -549,12 +551,15 @@ def test_sglang_holds_the_gemma_embedding_whole_on_every_rank() -> None:
     from doctor.sources.offline import model_facts_for
 
     def per_gpu(config: str, engine: str, version: str) -> tuple[float, float]:
+        """Weights per GPU at TP 2 without the RoPE tables (test_sglang_keeps_its_rope_tables_beside_the_weights),
+        and the embedding's bytes."""
         path = SHARED_FIXTURES / "configs" / config
         card, model = model_facts_for(str(path), kv_cache_dtype=None, engine=engine,
                                       raw=json.loads(path.read_text(encoding="utf-8")))
         facts = _launched(model, engine, version)
         facts.update(replicated_weight_facts(card, facts))
-        return weights_per_gpu(facts, Layout(2, 2, 1, 1, 1)) or 0, card.param_parts["embed"] * 2
+        rope = facts.get("model.rope_table_bytes") or 0
+        return (weights_per_gpu(facts, Layout(2, 2, 1, 1, 1)) or 0) - rope, card.param_parts["embed"] * 2
 
     sharded, embed = per_gpu("google__gemma-4-26B-A4B.json", "vllm", "0.19.0")
     whole, _ = per_gpu("google__gemma-4-26B-A4B.json", "sglang", "0.5.12")
@@ -565,6 +570,38 @@ def test_sglang_holds_the_gemma_embedding_whole_on_every_rank() -> None:
         "google__gemma-3-27b-it.json", "vllm", "0.19.0")[0]
     llama = per_gpu("meta-llama__Meta-Llama-3.1-8B.json", "sglang", "0.5.12")[0]
     assert llama == per_gpu("meta-llama__Meta-Llama-3.1-8B.json", "vllm", "0.19.0")[0]
+
+
+@requires_shared
+def test_sglang_keeps_its_rope_tables_beside_the_weights() -> None:
+    """SGLang registers each RoPE's cos/sin table as a model buffer, fp32 on CUDA ([positions, rotary_dim]:
+    sglang 0.5.12 rotary_embedding/base.py:70-98): the weights it logs carry it, on every rank. Qwen3 (40,960 × 128)
+    and Llama 3 (131,072 × 128) builds logged 0.02 and 0.06 GiB above their checkpoints; Gemma 4 31B holds a 512-wide
+    proportional table for its global layers beside the 256-wide sliding one (0.75 GiB), which put the rig's 15 AWQ
+    Gemma 4 runs at +12 to +15 % before and at +4.5 to +5.8 % after; the model's own weights stay as they were."""
+    from doctor.model.rope import rope_tables
+
+    fulls = {r.id: r for r in all_results() if r.check == "full"}
+    points = {p["id"]: p for p in datapoints()}
+    for pid in ("massed-compute-sglang-qwen3-32b-h100", "massed-compute-sglang-r1-distill-llama-8b-h100"):
+        card, facts = _card_and_facts(points[pid])
+        logged = points[pid]["logged"]["weights_gib"] * GIB
+        assert abs(facts.get("model.weight_bytes") + facts.get("model.rope_table_bytes") - logged) < 0.01 * GIB, pid
+    gemma = [r for r in fulls.values() if r.id.startswith("mattbucci-3090-gemma4-")]
+    assert len(gemma) == 15 and all(0 < r.error < 0.06 for r in gemma), gemma
+    card, facts = _card_and_facts(points["mattbucci-3090-gemma4-31b-awq-tp2-mfs085-swa01"])
+    assert card.rope_tables == ((262144, 256), (262144, 512))
+    assert facts.get("model.rope_table_bytes") == 262144 * 768 * 4
+    vllm_card, vllm_facts = _card_and_facts(points["planner-qwen3-8b-h100-tp1-8192"])
+    assert vllm_facts.get("model.rope_table_bytes") is None  # vLLM: not this rule
+    # YaRN and linear scaling size the table as the engine's scaling classes do; no RoPE, no table
+    assert rope_tables({"max_position_embeddings": 163840, "rope_scaling": {"type": "yarn", "factor": 40,
+                        "original_max_position_embeddings": 4096}}, 192, 64) == ((163840, 64),)
+    assert rope_tables({"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+                        "rope_theta": 1e6}, 128) == ((32768, 128),)
+    assert rope_tables({"max_position_embeddings": 4096, "partial_rotary_factor": 0.25, "rope_theta": 1e7},
+                       256) == ((4096, 64),)
+    assert rope_tables({"max_position_embeddings": 4096}, 128) == ()
 
 
 @requires_shared

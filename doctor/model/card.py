@@ -164,6 +164,8 @@ class ModelCard:
     chunk_size: int | None = None
     text_prefix: str = ""
     sglang_supported: bool = True
+    #: (positions, rotary_dim) of each rotary cos/sin table the model builds (doctor/model/rope.py)
+    rope_tables: tuple[tuple[int, int], ...] = ()
     #: card attribute -> the config field path(s) that gave it (the ``source`` of each model.* fact)
     sources: dict[str, str] = field(default_factory=dict)
     #: where ``weight_bytes`` comes from: "estimate" (layer shapes) or "safetensors" (the checkpoint's headers)

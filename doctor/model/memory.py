@@ -478,23 +478,33 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
 
 
 def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
-    """model.replicated_weight_bytes: weights every TP rank holds whole (engine_memory.yaml
-    sglang_replicated_embedding: SGLang's Gemma 3/3n/4 token embedding is a plain nn.Embedding, not vocabulary-
-    parallel); nothing for another engine or architecture. ``engine``: the engine planned for, where ``facts``
-    carry no launch (`plan`: the newest release)."""
+    """What every TP rank holds whole on SGLang, nothing for another engine: model.replicated_weight_bytes, the
+    Gemma 3/3n/4 token embedding (engine_memory.yaml sglang_replicated_embedding: a plain nn.Embedding, not
+    vocabulary-parallel), and model.rope_table_bytes, the rotary embeddings' cos/sin tables, which sit beside the
+    weights (sglang_rope_cache). ``engine``: the engine planned for, where ``facts`` carry no launch (`plan`)."""
     from doctor.facts import Facts
 
     out = Facts()
     engine = engine or facts.get("launch.engine")
+    if engine != "sglang":
+        return out
+    version = facts.get("launch.version")
     embed = card.param_parts.get("embed", 0)
-    if engine != "sglang" or not embed:
-        return out
-    found = rule("sglang_replicated_embedding", "sglang", facts.get("launch.version"))
-    if found is None or not any(a in (found.values.get("archs") or ()) for a in card.architectures):
-        return out
-    out.set("model.replicated_weight_bytes", embed * 2,
-            f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
-            f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    found = rule("sglang_replicated_embedding", "sglang", version)
+    if embed and found is not None and any(a in (found.values.get("archs") or ()) for a in card.architectures):
+        out.set("model.replicated_weight_bytes", embed * 2,
+                f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
+                f"(sglang {version or 'newest'}: {found.evidence})")
+    rope = rule("sglang_rope_cache", "sglang", version)
+    if card.rope_tables and rope is not None:
+        amd = str(facts.get("gpu.vendor") or "").lower() == "amd"
+        per = int(rope.values["rocm_bytes_per_element" if amd else "bytes_per_element"])
+        size = sum(positions * dim for positions, dim in card.rope_tables) * per
+        tables = " + ".join(f"{positions:,} × {dim}" for positions, dim in card.rope_tables)
+        out.set("model.rope_table_bytes", size,
+                f"derived: the rotary cos/sin table{'s' if len(card.rope_tables) > 1 else ''} ({tables} values × "
+                f"{per} B, doctor/model/rope.py) on every rank beside the weights (sglang {version or 'newest'}: "
+                f"{rope.evidence})")
     return out
 
 
