@@ -573,12 +573,14 @@ def test_sglang_holds_the_gemma_embedding_whole_on_every_rank() -> None:
 
 
 @requires_shared
-def test_sglang_keeps_its_rope_tables_beside_the_weights() -> None:
-    """SGLang registers each RoPE's cos/sin table as a model buffer, fp32 on CUDA ([positions, rotary_dim]:
-    sglang 0.5.12 rotary_embedding/base.py:70-98): the weights it logs carry it, on every rank. Qwen3 (40,960 × 128)
-    and Llama 3 (131,072 × 128) builds logged 0.02 and 0.06 GiB above their checkpoints; Gemma 4 31B holds a 512-wide
+def test_engines_keep_their_rope_tables_beside_the_weights() -> None:
+    """Both engines register each RoPE's cos/sin table as a model buffer, [positions, rotary_dim] whole on every rank:
+    SGLang in fp32 on CUDA (0.5.12 rotary_embedding/base.py:70-98), vLLM in the model dtype (0.17.0
+    rotary_embedding/base.py:58-63); the weights they log carry it. SGLang's Qwen3 (40,960 × 128) and Llama 3
+    (131,072 × 128) builds logged 0.02 and 0.06 GiB above their checkpoints; Gemma 4 31B holds a 512-wide
     proportional table for its global layers beside the 256-wide sliding one (0.75 GiB), which put the rig's 15 AWQ
-    Gemma 4 runs at +12 to +15 % before and at +4.5 to +5.8 % after; the model's own weights stay as they were."""
+    Gemma 4 runs at +12 to +15 % before and at +4.5 to +5.8 % after; Llama 4 Scout's 10,485,760 positions are the
+    2.5 GiB vLLM 0.19 logged above its TP 4 shard (+16.7 % before, within 2 % after)."""
     from doctor.model.rope import rope_tables
 
     fulls = {r.id: r for r in all_results() if r.check == "full"}
@@ -590,18 +592,32 @@ def test_sglang_keeps_its_rope_tables_beside_the_weights() -> None:
     gemma = [r for r in fulls.values() if r.id.startswith("mattbucci-3090-gemma4-")]
     assert len(gemma) == 15 and all(0 < r.error < 0.06 for r in gemma), gemma
     card, facts = _card_and_facts(points["mattbucci-3090-gemma4-31b-awq-tp2-mfs085-swa01"])
-    assert card.rope_tables == ((262144, 256), (262144, 512))
+    assert card.rope_tables_for("sglang") == ((262144, 256), (262144, 512))
     assert facts.get("model.rope_table_bytes") == 262144 * 768 * 4
-    vllm_card, vllm_facts = _card_and_facts(points["planner-qwen3-8b-h100-tp1-8192"])
-    assert vllm_facts.get("model.rope_table_bytes") is None  # vLLM: not this rule
-    # YaRN and linear scaling size the table as the engine's scaling classes do; no RoPE, no table
+    scout = points["planner-llama-4-scout-17b-16e-instruct-h100-tp4-8192"]
+    card, facts = _card_and_facts(scout)
+    assert facts.get("model.rope_table_bytes") == 10485760 * 128 * 2 and fulls[scout["id"]].within
+    weights = weights_per_gpu_of(scout, facts) / GIB
+    assert abs(weights - scout["logged"]["weights_gib"]) < 0.1, weights
+    # YaRN and linear scaling size the table as the engines' scaling classes do; Gemma 3's global table takes the
+    # config's scaling on vLLM only; no RoPE, no table
     assert rope_tables({"max_position_embeddings": 163840, "rope_scaling": {"type": "yarn", "factor": 40,
                         "original_max_position_embeddings": 4096}}, 192, 64) == ((163840, 64),)
     assert rope_tables({"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
                         "rope_theta": 1e6}, 128) == ((32768, 128),)
     assert rope_tables({"max_position_embeddings": 4096, "partial_rotary_factor": 0.25, "rope_theta": 1e7},
                        256) == ((4096, 64),)
+    gemma3 = {"max_position_embeddings": 4096, "rope_local_base_freq": 1e4, "rope_theta": 1e6,
+              "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "head_dim": 128}
+    assert rope_tables(gemma3, 128, engine="vllm") == ((4096, 128), (32768, 128))
+    assert rope_tables(gemma3, 128, engine="sglang") == ((4096, 128), (4096, 128))
     assert rope_tables({"max_position_embeddings": 4096}, 128) == ()
+
+
+def weights_per_gpu_of(point: dict[str, Any], facts: Any) -> float:
+    from doctor.model.fit import weights_per_gpu
+
+    return weights_per_gpu(facts, _layout(point)) or 0.0
 
 
 @requires_shared

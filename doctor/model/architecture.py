@@ -178,7 +178,8 @@ class _Analysis:
             index_head_dim=self._int_value("index_head_dim") if (is_dsa or dsv4) else None,
             sliding_window=plan.sliding_window, chunk_size=plan.chunk_size, text_prefix=v.prefix,
             sglang_supported=sglang, sources=dict(self.sources),
-            rope_tables=rope_tables(v.text, head_dim, self._int_value("qk_rope_head_dim") if (is_mla or dsv4) else None),
+            rope_tables=tuple((engine, rope_tables(v.text, head_dim, rope_dim, engine)) for engine in ("vllm", "sglang")
+                              for rope_dim in [self._int_value("qk_rope_head_dim") if (is_mla or dsv4) else None]),
         )
 
     def _int_value(self, name: str) -> int | None:

@@ -478,32 +478,37 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
 
 
 def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
-    """What every TP rank holds whole on SGLang, nothing for another engine: model.replicated_weight_bytes, the
-    Gemma 3/3n/4 token embedding (engine_memory.yaml sglang_replicated_embedding: a plain nn.Embedding, not
-    vocabulary-parallel), and model.rope_table_bytes, the rotary embeddings' cos/sin tables, which sit beside the
-    weights (sglang_rope_cache). ``engine``: the engine planned for, where ``facts`` carry no launch (`plan`)."""
+    """What every TP rank holds whole: model.replicated_weight_bytes, SGLang's Gemma 3/3n/4 token embedding
+    (engine_memory.yaml sglang_replicated_embedding: a plain nn.Embedding, not vocabulary-parallel), and
+    model.rope_table_bytes, the rotary embeddings' cos/sin tables both engines keep beside the weights (rope_cache).
+    ``engine``: the engine planned for, where ``facts`` carry no launch (`plan`: the newest release)."""
     from doctor.facts import Facts
 
     out = Facts()
     engine = engine or facts.get("launch.engine")
-    if engine != "sglang":
+    if engine not in ("vllm", "sglang"):
         return out
     version = facts.get("launch.version")
     embed = card.param_parts.get("embed", 0)
-    found = rule("sglang_replicated_embedding", "sglang", version)
+    found = rule("sglang_replicated_embedding", engine, version) if engine == "sglang" else None
     if embed and found is not None and any(a in (found.values.get("archs") or ()) for a in card.architectures):
         out.set("model.replicated_weight_bytes", embed * 2,
                 f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
                 f"(sglang {version or 'newest'}: {found.evidence})")
-    rope = rule("sglang_rope_cache", "sglang", version)
-    if card.rope_tables and rope is not None:
+    tables = card.rope_tables_for(engine)
+    rope = rule("rope_cache", engine, version)
+    if tables and rope is not None:
         amd = str(facts.get("gpu.vendor") or "").lower() == "amd"
-        per = int(rope.values["rocm_bytes_per_element" if amd else "bytes_per_element"])
-        size = sum(positions * dim for positions, dim in card.rope_tables) * per
-        tables = " + ".join(f"{positions:,} × {dim}" for positions, dim in card.rope_tables)
+        per = rope.values.get("rocm_bytes_per_element") if amd else None
+        per = per or rope.values["bytes_per_element"]
+        if per == "model_dtype":
+            dtype = str(facts.get("launch.flags.dtype") or card.dtype or "").lower()
+            per = 4 if dtype in ("float32", "float", "fp32") else 2
+        size = sum(positions * dim for positions, dim in tables) * int(per)
+        shown = " + ".join(f"{positions:,} × {dim}" for positions, dim in tables)
         out.set("model.rope_table_bytes", size,
-                f"derived: the rotary cos/sin table{'s' if len(card.rope_tables) > 1 else ''} ({tables} values × "
-                f"{per} B, doctor/model/rope.py) on every rank beside the weights (sglang {version or 'newest'}: "
+                f"derived: the rotary cos/sin table{'s' if len(tables) > 1 else ''} ({shown} values × {per} B, "
+                f"doctor/model/rope.py) on every rank beside the weights ({engine} {version or 'newest'}: "
                 f"{rope.evidence})")
     return out
 
