@@ -181,6 +181,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     width = mlp_width_per_token(card)
     per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
+    dequant, dequant_source = bnb4_dequant_bytes(card, engine, version, max_num_batched_tokens, tp)
+    activation += dequant
     rows = 0
     sampler = 0
     per_element = values.get("sampler_bytes_per_element", SAMPLER_BYTES_PER_ELEMENT)
@@ -216,6 +218,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
+                 + (f"; {dequant_source}" if dequant else "")
                  + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
                  cudagraphs)
 
@@ -247,6 +250,22 @@ def moe_output_bytes(card: ModelCard, tokens: int) -> int:
     if card.moe is None or not card.moe.active:
         return 0
     return min(tokens, MOE_CHUNK_TOKENS) * card.moe.active * card.hidden_size * _ACT_BYTES
+
+
+def bnb4_dequant_bytes(card: ModelCard, engine: str, version: str | None, tokens: int, tp: int) -> tuple[int, str]:
+    """What a bitsandbytes 4-bit model's forward pass adds to its activations (0 and "" otherwise): the largest MLP
+    shard (intermediate / TP × hidden) dequantized to 16-bit, and that shard's product at ``tokens`` rows before it
+    is copied into the merged layer's output (engine_memory.yaml bnb4_dequant)."""
+    quant = card.quantization
+    found = rule("bnb4_dequant", engine, version)
+    dense = card.param_parts.get("dense_mlp", 0)
+    layers = card.layers.total - (card.moe.layers if card.moe else 0)
+    if quant is None or quant.method != "bitsandbytes" or found is None or not dense or layers <= 0:
+        return 0, ""
+    intermediate = dense / layers / (3 * max(1, card.hidden_size)) / max(1, tp)
+    size = int(_ACT_BYTES * intermediate * (card.hidden_size + tokens))
+    return size, (f"bitsandbytes 4-bit: one MLP shard dequantized to 16-bit and its product at {tokens} tokens, "
+                  f"{size / GIB:.2f} GiB ({engine} {version or 'newest'}: {found.evidence})")
 
 
 def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequences: int) -> tuple[int, str]:
