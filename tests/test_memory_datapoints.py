@@ -177,7 +177,8 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           gpu_name=gpu.name, gpu_memory_bytes=gpu.memory_bytes, mem_fraction=fraction,
                           gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
                           enforce_eager=bool(flags.get("enforce_eager")),
-                          flashinfer_sampler=bool(flags.get("flashinfer_sampler")))
+                          flashinfer_sampler=bool(flags.get("flashinfer_sampler")),
+                          mxfp4_backend=flags.get("mxfp4_backend"))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total - state_pool_per_gpu(facts, layout)
     share = facts.get("engine.kv_pool_share")  # SGLang's Mamba state pool takes the rest (sglang_mamba_pool)
@@ -325,8 +326,10 @@ def test_the_sampler_pass_follows_the_release() -> None:
 def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
     """vllm issue 23278 (0.10.1, Marlin) logged "Model loading took 65.9651 GiB" for a 60.7 GiB checkpoint: Marlin
     pads the experts' hidden size 2880 to 3072 and intermediate to 2944 (mxfp4.py:187-200); checkpoint + padding
-    lands within 1 % of the logged weights, and without the padding misses by > 7 %. From 0.11.0 an H100 runs the
-    Triton backend (intermediate to 64: no padding for 2880), an A100 still Marlin, a B200 FlashInfer (assumed)."""
+    lands within 1 % of the logged weights, and without the padding misses by > 7 %. On 0.11 an H100 runs Marlin
+    unless triton_kernels is installed (neither required nor shipped by the wheel; vllm issue 27508's pip install
+    lands within 4 % with it), Triton where it is (intermediate to 64: no padding for 2880), as from 0.12.0, which
+    ships it; an A100 runs Marlin, a B200 FlashInfer (assumed)."""
     from doctor.model.fit import Layout, weights_per_gpu
     from doctor.model.memory import mxfp4_padding_bytes
 
@@ -338,8 +341,11 @@ def test_mxfp4_padding_explains_the_logged_gpt_oss_weights() -> None:
     assert abs(checkpoint + padding - logged) / logged < 0.01, (checkpoint / GIB, padding / GIB)
     assert (logged - checkpoint) / logged > 0.07
     assert "Marlin" in source and "3072" in source and "assumed" not in source
-    assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=90)[0] == 0  # Triton: 2880 is a multiple of 64
+    assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=90)[0] == padding  # Marlin: no triton_kernels
+    assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=90, backend="Triton")[0] == 0  # 2880 is 64 × 45
+    assert mxfp4_padding_bytes(card, "vllm", "0.12.0", gpu_sm=90)[0] == 0  # shipped from 0.12.0
     assert mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=80)[0] == padding
+    assert next(r for r in all_results() if r.id == "vllm-27508-gpt-oss-120b-h100-095" and r.check == "full").within
     blackwell, blackwell_source = mxfp4_padding_bytes(card, "vllm", "0.11.0", gpu_sm=100)
     assert blackwell > padding and "assumed" in blackwell_source
     assert mxfp4_padding_bytes(card, "vllm", "0.10.0", gpu_sm=90)[0] == 0  # no rule before gpt-oss support

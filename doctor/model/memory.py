@@ -153,7 +153,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
-                 enforce_eager: bool = False, flashinfer_sampler: bool = False) -> NonKV | None:
+                 enforce_eager: bool = False, flashinfer_sampler: bool = False,
+                 mxfp4_backend: str | None = None) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
@@ -161,7 +162,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
     so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
-    FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort."""
+    FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
+    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes)."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -195,7 +197,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
     cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
-    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
+    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm,
+                                                  backend=mxfp4_backend)
     fraction = mem_fraction if mem_fraction is not None and 0 < mem_fraction <= 1 else 0.9
     non_torch = int(values["non_torch_gib"] * GIB) if "non_torch_gib" in values else NON_TORCH_BYTES
     fabric = nvswitch and (tp > 1 or ep > 1) and (gpu_sm or 0) >= 90
@@ -283,19 +286,22 @@ def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequen
 
 
 def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1, ep: int = 1,
-                        gpu_sm: int | None = None) -> tuple[int, str]:
+                        gpu_sm: int | None = None, backend: str | None = None) -> tuple[int, str]:
     """Bytes per GPU the release's MXFP4 MoE kernels add to the experts on load (0 and "" when none apply).
 
     The expert intermediate size is recovered from the expert parameter count (3 × hidden × intermediate per
     expert and layer), so no config field beyond the card is needed. Under TP each GPU pads its slice of every
-    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts."""
+    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts. ``backend``: the one the engine says it
+    runs ("Using Triton backend"), where the install decides (a tier marked ``installed`` is taken only then)."""
     quant = card.quantization
     if quant is None or quant.method != "mxfp4" or card.moe is None or not card.expert_weight_bytes:
         return 0, ""
     found = rule("mxfp4_moe_padding", engine, version)
     if found is None or gpu_sm is None:
         return 0, ""
-    tier = next((b for b in found.values["backends"] if gpu_sm <= b["max_sm"]), None)
+    tiers = found.values["backends"]
+    named = [b for b in tiers if backend and b["backend"].lower().startswith(backend.lower()) and gpu_sm <= b["max_sm"]]
+    tier = named[0] if named else next((b for b in tiers if gpu_sm <= b["max_sm"] and not b.get("installed")), None)
     experts = card.param_parts.get("experts", 0)
     if tier is None or not experts or not card.hidden_size:
         return 0, ""
@@ -593,7 +599,8 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
                             nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
                             enforce_eager=facts.get("launch.flags.enforce_eager") is True,
-                            flashinfer_sampler=str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1")
+                            flashinfer_sampler=str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1",
+                            mxfp4_backend="Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None)
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
