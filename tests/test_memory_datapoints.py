@@ -579,6 +579,36 @@ def test_sglang_holds_the_gemma_embedding_whole_on_every_rank() -> None:
 
 
 @requires_shared
+def test_the_log_says_which_sampler_and_mxfp4_backend_ran() -> None:
+    """`check` with a log sizes the profile as the log says it ran: vLLM's start-up line names the sampler
+    (FlashInfer or the full sort) and the MXFP4 backend, and non_kv_facts takes them (lines as vLLM 0.10.1.1 and
+    0.11 print them, dennislee22/vLLM-benchmarking and vllm issue 33155)."""
+    from doctor.facts import Facts
+    from doctor.logs.parse import log_facts
+    from doctor.logs.read import LogText
+    from doctor.model.memory import non_kv_facts
+    from doctor.sources.offline import model_facts_for
+
+    lines = ("INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1",
+             "(EngineCore_0 pid=1812) INFO 09-04 01:02:57 [topk_topp_sampler.py:50] Using FlashInfer for top-p & top-k "
+             "sampling.",
+             "(EngineCore_DP0 pid=70073) INFO 01-27 00:31:44 [mxfp4.py:165] Using Triton backend")
+    facts = log_facts(LogText("--log test", lines, sum(len(x) + 1 for x in lines))).facts
+    assert facts.get("log.sampler") == "flashinfer" and facts.get("log.mxfp4_backend") == "Triton"
+    path = SHARED_FIXTURES / "configs" / "openai__gpt-oss-120b.json"
+    card, _ = model_facts_for(str(path), kv_cache_dtype=None, engine="vllm", raw=json.loads(path.read_text()))
+    base = Facts()
+    for key, value in (("launch.engine", "vllm"), ("launch.version", "0.11.0"), ("gpu.name", "H100"),
+                       ("gpu.memory_bytes", 80 * GIB), ("gpu.sm", 90)):
+        base.set(key, value, "test")
+    plain = non_kv_facts(card, base).get("engine.non_kv_bytes_per_gpu")
+    base.update(facts)
+    told = non_kv_facts(card, base).get("engine.non_kv_bytes_per_gpu")
+    # FlashInfer's sampler (16 B, not 38.5) and Triton (no Marlin padding): both lower the reserve
+    assert plain - told > 5 * GIB, (plain / GIB, told / GIB)
+
+
+@requires_shared
 def test_bitsandbytes_dequantizes_a_shard_in_the_profile() -> None:
     """A bitsandbytes 4-bit linear dequantizes its whole shard to 16-bit for a multi-row input (bitsandbytes 0.45.3
     autograd/_functions.py:462,512-533) and vLLM copies each shard's product into the merged output (0.7.3

@@ -599,8 +599,10 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
                             nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
                             enforce_eager=facts.get("launch.flags.enforce_eager") is True,
-                            flashinfer_sampler=str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1",
-                            mxfp4_backend="Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None)
+                            flashinfer_sampler=(str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1"
+                                                or facts.get("log.sampler") == "flashinfer"),
+                            mxfp4_backend=facts.get("log.mxfp4_backend")
+                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
