@@ -192,7 +192,7 @@ class OfflineFlags:
                              offline=self.offline, log=self.log_file)
 
 
-#: --command … --offline: what every command that reads offline inputs takes
+#: --command … --offline and --log: what every command that reads offline inputs takes
 _OFFLINE = [
     click.option("--command", "command_text", metavar="CMD",
                  help="The launch command (when the server cannot report it, or to check it offline)."),
