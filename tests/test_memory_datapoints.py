@@ -73,7 +73,7 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
                                   raw=raw, engine_version=point["version"], served=point.get("served"),
                                   launch_quantization=flags.get("quantization"))
     # what the launch changes on top of the checkpoint, as `check`/`lint` apply it (doctor/sources/offline.py)
-    from doctor.derive.precision import float32_facts, online_fp8_facts
+    from doctor.sources.card import float32_facts, online_fp8_facts
 
     for key, flag in (("launch.quantization", "quantization"), ("launch.flags.dtype", "dtype"),
                       ("launch.kv_cache_dtype", "kv_cache_dtype")):

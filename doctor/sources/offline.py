@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from doctor.derive.parsers import family_facts, parser_since_facts, parser_token_facts
-from doctor.derive.precision import float32_facts, online_fp8_facts
-from doctor.derive.spelling import spelling_facts
 from doctor.errors import InputError
 from doctor.facts import Facts
+from doctor.sources.card import float32_facts, online_fp8_facts, parser_token_facts
+from doctor.sources.launch import parser_since_facts, spelling_facts
 from doctor.versions import orderable_version
 
 if TYPE_CHECKING:
@@ -480,7 +479,6 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
-    facts.update(family_facts(facts), overwrite=False)
 
     if "gpu.name" not in facts and not facts.unknown_reason("gpu"):
         facts.error("gpu", "no GPU given")
