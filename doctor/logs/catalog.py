@@ -133,7 +133,7 @@ class Catalog:
         self.index = index
         self.blob = blob
         self._order = {v: i for i, v in enumerate(self.releases)}
-        self._regex: dict[str, re.Pattern[str]] = {}
+        self._regex: dict[str | tuple[str, bool], re.Pattern[str]] = {}
         self._table_at = table
         self._table: dict[str, Row] | None = None
         self._rows: dict[str, Row] = {}  # the rows of the buckets read so far
@@ -163,13 +163,17 @@ class Catalog:
         found = self._rows.get(tid)
         return found if found is not None else self.table()[tid]
 
-    def regex(self, tid: str) -> re.Pattern[str]:
-        pattern = self._regex.get(tid)
+    def regex(self, tid: str, plain: bool = False) -> re.Pattern[str]:
+        """The template as a regular expression to the end of the line; ``plain``: with its backticks dropped
+        (a log pasted into a Markdown page loses them, see _match)."""
+        key = (tid, plain) if plain else tid
+        pattern = self._regex.get(key)
         if pattern is None:
             parts = self.templates[tid]["parts"]
-            body = "".join(re.escape(p) if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
+            body = "".join((re.escape(p.replace("`", "") if plain else p)) if isinstance(p, str) else _HOLE[p["type"]]
+                           for p in parts)
             # to the end of the line; a KeyError prints its message quoted (KeyError: 'invalid tool call parser…')
-            pattern = self._regex[tid] = re.compile(body + r"['\"]?\s*$")
+            pattern = self._regex[key] = re.compile(body + r"['\"]?\s*$")
         return pattern
 
     def chunks(self, tid: str) -> tuple[str, ...]:
@@ -304,11 +308,12 @@ def _typed(raw: str, kind: str) -> Any:
     return raw
 
 
-def _first_word_at(parts: list[Any], line: str, start: int) -> int:
-    """Where the template's first literal piece with a word in it stands in the line."""
+def _first_word_at(parts: list[Any], line: str, start: int, plain: bool = False) -> int:
+    """Where the template's first literal piece with a word in it stands in the line (``plain``: as printed
+    without its backticks)."""
     for part in parts:
         if isinstance(part, str) and _WORD.search(part):
-            found = line.find(part, start)
+            found = line.find(part.replace("`", "") if plain else part, start)
             return found if found >= 0 else len(line)
     return len(line)
 
@@ -342,6 +347,7 @@ def _match(line: str, engine: str | None, version: str | None) -> TemplateMatch 
     if "error, " in line or "failed, " in line:  # vLLM's config classes are pydantic dataclasses: their message
         line = _PYDANTIC.sub(r"\1", line)       # is printed inside pydantic's "Value error, … [type=…]"
     words = {w.lower() for w in _WORD.findall(line)}
+    bare = "`" not in line
     best: tuple[tuple[int, int], Catalog, str, re.Match[str]] | None = None
     for name in SEARCH.get(engine, SEARCH[None]):
         catalog = load(name)
@@ -349,10 +355,18 @@ def _match(line: str, engine: str | None, version: str | None) -> TemplateMatch 
             continue
         at = catalog.release_index(version) if name != "lower" else None
         for row in catalog.candidates(words):
+            plain = False
             if not all(chunk in line for chunk in row[3:]):  # C-speed test before any regex
-                continue
+                # a log pasted into a Markdown page (an issue, a forum post) outside a code block loses the
+                # backticks the engines put around names (`max_model_len`): 737 vLLM and 360 SGLang templates
+                # have them. A line without any backtick is tried against the template without them.
+                if bare and any("`" in chunk for chunk in row[3:]) and all(
+                        chunk.replace("`", "") in line for chunk in row[3:]):
+                    plain = True
+                else:
+                    continue
             tid = row[0]
-            m = catalog.regex(tid).search(line)
+            m = catalog.regex(tid, plain).search(line)
             if m is None:
                 continue
             in_release = True
@@ -360,8 +374,8 @@ def _match(line: str, engine: str | None, version: str | None) -> TemplateMatch 
                 in_release = _printed_at(catalog, tid, at)
             # the outermost message wins (an exception that quotes another's message: the quoting one), then
             # the most specific: where its first real word stands, then how many letters it fixes
-            rank = (int(in_release), -_first_word_at(catalog.templates[tid]["parts"], line, m.start()),
-                    _letters(catalog.templates[tid]["parts"]))
+            rank = (int(in_release), -_first_word_at(catalog.templates[tid]["parts"], line, m.start(), plain),
+                    _letters(catalog.templates[tid]["parts"]), int(not plain))
             if best is None or rank > best[0]:
                 best = (rank, catalog, tid, m)
     if best is None:
