@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
 LIVE = ROOT / "fixtures" / "live"
 #: only worked batches are read here (a blind batch is never run before it is measured)
-WORKED = {1, 2, 3}
+WORKED = {1, 2, 3, 4}
 
 
 def _case_log(case_id: str, tmp_path: Path) -> Path:
@@ -144,3 +144,25 @@ def test_a_skipped_model_module_alone_is_no_missing_dependency(tmp_path: Path) -
     cut.write_text("".join(line for line in text.splitlines(keepends=True) if "Model architectures" not in line),
                    encoding="utf-8")
     assert "engine-dependency-missing" not in _causes(cut)
+
+
+def test_a_log_that_ends_in_cuda_graph_capture_names_the_capture_at_low_confidence(tmp_path: Path) -> None:
+    """vllm-project/vllm#11251 (i081): vLLM 0.6.4's log ends at "Capturing cudagraphs for decoding" (the V0 worker's
+    wording) with no error line after it: the start died in the capture, named as a warning at low confidence.
+    The same log with the V0 finish line, or with an error line after the capture, is no such finding."""
+    log = _case_log("i081-vllm-11251", tmp_path)
+    facts = {f.key: f.value for f in read_log_input(str(log)).facts}
+    assert facts["log.cuda_graph"] == "capturing"
+    doc = _check("--log", str(log), "--engine-version", "0.6.4.post1", "--symptom", "launch-failure")
+    [finding] = [f for f in doc["findings"] if f["id"] == "cuda-graph-capture-oom"]
+    assert finding["severity"] == "warning" and finding["confidence"] == "low"
+    text = log.read_text(encoding="utf-8")
+    done = tmp_path / "done.log"
+    done.write_text(text + "INFO 12-20 20:25:59 model_runner.py:1527] Graph capturing finished in 10 secs.\n",
+                    encoding="utf-8")
+    assert {f.key: f.value for f in read_log_input(str(done)).facts}["log.cuda_graph"] == "captured"
+    other = tmp_path / "other.log"
+    other.write_text(text + "RuntimeError: CUDA error: an illegal memory access was encountered\n", encoding="utf-8")
+    for path in (done, other):
+        doc = _check("--log", str(path), "--engine-version", "0.6.4.post1", "--symptom", "launch-failure")
+        assert "cuda-graph-capture-oom" not in [f["id"] for f in doc["findings"]]
