@@ -166,3 +166,31 @@ def test_a_log_that_ends_in_cuda_graph_capture_names_the_capture_at_low_confiden
     for path in (done, other):
         doc = _check("--log", str(path), "--engine-version", "0.6.4.post1", "--symptom", "launch-failure")
         assert "cuda-graph-capture-oom" not in [f["id"] for f in doc["findings"]]
+
+
+@pytest.mark.parametrize("case_id, why", [
+    ("i421-vllm-omni-2859", "vllm_omni/patch.py imports vllm.inputs.data, which vLLM 0.19.0 does not have"),
+    ("i466-LMCache-1001", "vLLM 0.9.1's scheduler calls LMCache's adapter, which reads a field of a later release"),
+])
+def test_a_plugin_failing_on_the_engines_internals_is_a_version_mismatch(case_id: str, why: str,
+                                                                         tmp_path: Path) -> None:
+    assert "plugin-engine-version-mismatch" in _causes(_case_log(case_id, tmp_path)), why
+
+
+def test_the_engines_own_missing_module_or_attribute_is_no_plugin(tmp_path: Path) -> None:
+    """The same exceptions raised in the engine's own frames (a module the engine imports, an attribute of its own
+    objects) are no plugin's doing; nor are the healthy real starts."""
+    path = tmp_path / "own.log"
+    path.write_text(
+        'Traceback (most recent call last):\n'
+        '  File "/usr/lib/python3.12/site-packages/vllm/entrypoints/cli/main.py", line 7, in <module>\n'
+        '    from vllm.inputs.data import TokensPrompt\n'
+        "ModuleNotFoundError: No module named 'vllm.inputs.data'\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/core/sched/scheduler.py", line 563, in schedule\n'
+        '    meta = self.connector.build_connector_meta(scheduler_output)\n'
+        '  File "/usr/lib/python3.12/site-packages/vllm/distributed/kv_transfer/base.py", line 9, in build\n'
+        '    return x.req_ids\n'
+        "AttributeError: 'list' object has no attribute 'req_ids'\n", encoding="utf-8")
+    assert "plugin-engine-version-mismatch" not in _causes(path)
+    for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
+        assert "plugin-engine-version-mismatch" not in _causes(LIVE / name)
