@@ -194,3 +194,21 @@ def test_the_engines_own_missing_module_or_attribute_is_no_plugin(tmp_path: Path
     assert "plugin-engine-version-mismatch" not in _causes(path)
     for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
         assert "plugin-engine-version-mismatch" not in _causes(LIVE / name)
+
+
+@pytest.mark.parametrize("case_id", ["i477-vllm-ascend-183", "i478-sglang-3075", "i479-sglang-577"])
+def test_a_checkpoint_tensor_the_model_has_no_parameter_for(case_id: str, tmp_path: Path) -> None:
+    """The weight loaders' `param = params_dict[name]` then KeyError (vLLM on Ascend and SGLang's EP MoE layer for
+    block-FP8 scales, SGLang's tied Gemma head for lm_head.weight); a quantized checkpoint read as unquantized
+    (`qweight`, i006) keeps its own cause."""
+    assert "checkpoint-tensor-without-parameter" in _causes(_case_log(case_id, tmp_path))
+
+
+def test_a_quantized_tensor_read_as_unquantized_keeps_its_cause(tmp_path: Path) -> None:
+    path = tmp_path / "qweight.log"
+    path.write_text('  File "/x/vllm/model_executor/models/llama.py", line 380, in load_weights\n'
+                    "    param = params_dict[name]\n"
+                    "KeyError: 'model.layers.0.mlp.down_proj.qweight'\n", encoding="utf-8")
+    doc = _check("--log", str(path), "--engine-version", "0.3.3", "--symptom", "launch-failure")
+    ids = [f["id"] for f in doc["findings"]]
+    assert ids[0] == "quantization-not-detected" and "checkpoint-tensor-without-parameter" not in ids
