@@ -184,7 +184,7 @@ def run_case(case: Case, tmp: Path, *, stand_ins: bool = False) -> Outcome:
             argv += ["--config", str(found)]
         else:
             config_missing = True
-    for key, flag in (("log", "--log"), ("metrics", "--metrics")):
+    for key, flag in (("log", "--log"), ("metrics", "--metrics"), ("client_output", "--client-output")):
         if ev.get(key):
             f = tmp / f"{case.id}.{key}"
             f.write_text(str(ev[key]), encoding="utf-8")

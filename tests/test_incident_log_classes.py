@@ -212,3 +212,34 @@ def test_a_quantized_tensor_read_as_unquantized_keeps_its_cause(tmp_path: Path) 
     doc = _check("--log", str(path), "--engine-version", "0.3.3", "--symptom", "launch-failure")
     ids = [f["id"] for f in doc["findings"]]
     assert ids[0] == "quantization-not-detected" and "checkpoint-tensor-without-parameter" not in ids
+
+
+@pytest.mark.parametrize("case_id, symptom, cause", [
+    ("i018-langchain4j-3475", "tools-ignored", "auto-tool-choice-missing"),  # vLLM's HTTP 400 body
+    ("i179-vllm-17977", "launch-failure", "chat-template-missing"),  # transformers' refusal, relayed as the 400
+    ("i402-ogx-4534", "launch-failure", "context-shorter-than-requests"),  # inside openai's BadRequestError dict
+])
+def test_what_the_client_got_back_is_read_for_the_engines_message(case_id: str, symptom: str, cause: str,
+                                                                  tmp_path: Path) -> None:
+    """`check --client-output FILE`: the client's error quotes the engine's refusal of the request (a JSON or
+    Python-dict error body's "message" is matched alone); the same text without the option is not read."""
+    data = yaml.safe_load((CASES / f"{case_id}.yaml").read_text(encoding="utf-8"))
+    path = tmp_path / "client.txt"
+    path.write_text(str(data["evidence"]["client_output"]), encoding="utf-8")
+    doc = _check("--client-output", str(path), "--symptom", symptom)
+    assert cause in [f["id"] for f in doc["findings"]]
+    assert doc["facts"]["log.causes"]["source"].startswith("log --client-output ")
+    doc = _check("--symptom", symptom)
+    assert cause not in [f["id"] for f in doc["findings"]]
+
+
+def test_a_message_field_is_matched_inside_an_error_body() -> None:
+    from doctor.logs import catalog as cat
+
+    body = ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"This model's maximum context "
+            "length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). "
+            "Please reduce the length of the messages or completion.\", 'type': 'BadRequestError', 'code': 400}")
+    match = cat.match_line(body, "vllm", "0.6.0")
+    assert match is not None and match.ordered[0] == 6048 and match.cause == "context-shorter-than-requests"
+    assert match.sites[0].file == "vllm/entrypoints/openai/serving_engine.py"
+    assert cat.match_line("{'object': 'error', 'message': 'hello there', 'code': 400}", "vllm", None) is None

@@ -201,6 +201,24 @@ def log_option(f: F) -> F:
                              "secrets redacted.")(f)
 
 
+class LogInputs:
+    """--log and --client-output: the texts `check` reads for the engine's own lines (the server's log, then what a
+    client got back)."""
+
+    __slots__ = ("log_file", "client_output")
+
+    def __init__(self, log_file: str | None, client_output: str | None) -> None:
+        self.log_file, self.client_output = log_file, client_output
+
+
+log_inputs = option_group("logs", LogInputs, [
+    log_option,
+    click.option("--client-output", "client_output", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="What a client got back (an API error body, the client library's traceback): read with --log, "
+                      "after it, for the engine's own messages it quotes (a request the server refused says why)."),
+])
+
+
 def _log_input(log_file: str | None, command_file: str | None) -> str | None:
     if log_file == "-" and command_file == "-":
         raise InputError("--log - and --command-file - both read standard input: give one of them a file")
@@ -216,7 +234,7 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
               help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
                    "command, engine_version, log, manifest) and print a fleet table.")
 @offline_options
-@log_option
+@log_inputs
 @manifest_option
 @click.option("--target-version", metavar="V",
               help="Also say whether the launch command (given, or read from the server's process) still starts "
@@ -228,7 +246,7 @@ def _log_input(log_file: str | None, command_file: str | None) -> str | None:
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
 def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targets_file: str | None,
-          given: OfflineFlags, log_file: str | None, manifest: str | None, target_version: str | None,
+          given: OfflineFlags, logs: LogInputs, manifest: str | None, target_version: str | None,
           workload: Workload, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str,
           verbose: bool) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
@@ -242,13 +260,15 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
     from doctor.commands.check import CheckOptions, run_check
 
     endpoint = live.endpoint
+    log_file, client_output = logs.log_file, logs.client_output
     if targets_file:
         if endpoint or snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
         if active.active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
-        if log_file:
-            raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
+        if log_file or client_output:
+            raise InputError("--log and --client-output belong to one target; in --targets give each entry its own "
+                             "log: key")
         if manifest:
             raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
         return _fleet(targets_file, live.timeout_s, symptoms, playbook_dirs, fmt, fail_on)
@@ -259,16 +279,19 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
                                                         given.gpu)
     inputs = given.inputs(workload)
     inputs.log = _log_input(log_file, given.command_file)
+    inputs.client_output = client_output
     # A reported symptom is an input by itself: with nothing else it gets that symptom's differential (each
     # possible cause with the one input that decides it, exit 5), never a usage error. Only no symptom and no
     # input at all is "nothing to check".
     if not (endpoint or snapshot_file or symptoms or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
-                                                          inputs.server_info, inputs.nvidia_smi, inputs.log))):
+                                                          inputs.server_info, inputs.nvidia_smi, inputs.log,
+                                                          inputs.client_output))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
                          "and --config, or the --symptom you see (see llmdoctor check --help)")
     # Beside anything else, a command naming no launch llmdoctor reads is said, not fatal: the rest is still read.
     inputs.command_optional = bool(endpoint or snapshot_file or symptoms or any((
-        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log)))
+        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log,
+        inputs.client_output)))
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
                                  sample_s=live.sample_s, pid=live.pid, snapshot=snapshot_file, offline=inputs,
