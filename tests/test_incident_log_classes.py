@@ -243,3 +243,26 @@ def test_a_message_field_is_matched_inside_an_error_body() -> None:
     assert match is not None and match.ordered[0] == 6048 and match.cause == "context-shorter-than-requests"
     assert match.sites[0].file == "vllm/entrypoints/openai/serving_engine.py"
     assert cat.match_line("{'object': 'error', 'message': 'hello there', 'code': 400}", "vllm", None) is None
+
+
+@pytest.mark.parametrize("case_id", ["i231-sglang-32105", "i308-sglang-4717"])
+def test_a_capture_refused_by_the_stream_or_the_allocator_is_no_memory_fault(case_id: str, tmp_path: Path) -> None:
+    """CUDA's capture errors (cudaErrorStreamCaptureUnsupported, sgl-project/sglang#32105) and PyTorch's allocator
+    assert during capture (captures_underway, sgl-project/sglang#4717) name cuda-graph-capture-failed."""
+    causes = _causes(_case_log(case_id, tmp_path))
+    assert "cuda-graph-capture-failed" in causes and "cuda-graph-capture-oom" not in causes
+
+
+def test_an_error_after_the_capture_began_is_a_capture_failure(tmp_path: Path) -> None:
+    """sgl-project/sglang#24740 (i232): "Capture cuda graph begin", then Python's AttributeError from the custom
+    all-reduce's capture(): the error ended the start in the capture. An out-of-memory there names its own cause."""
+    log = _case_log("i232-sglang-24740", tmp_path)
+    doc = _check("--log", str(log), "--symptom", "launch-failure")
+    assert "cuda-graph-capture-failed" in [f["id"] for f in doc["findings"]][:3]
+    oom = tmp_path / "oom.log"
+    oom.write_text(log.read_text(encoding="utf-8").splitlines()[0] + "\nException: Capture cuda graph failed: CUDA "
+                   "out of memory. Tried to allocate 2.00 GiB\n", encoding="utf-8")
+    ids = [f["id"] for f in _check("--log", str(oom), "--symptom", "launch-failure")["findings"]]
+    assert "cuda-graph-capture-oom" in ids and "cuda-graph-capture-failed" not in ids
+    for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
+        assert "cuda-graph-capture-failed" not in _causes(LIVE / name)
