@@ -266,3 +266,15 @@ def test_an_error_after_the_capture_began_is_a_capture_failure(tmp_path: Path) -
     assert "cuda-graph-capture-oom" in ids and "cuda-graph-capture-failed" not in ids
     for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
         assert "cuda-graph-capture-failed" not in _causes(LIVE / name)
+
+
+@pytest.mark.parametrize("case_id", ["i220-joycaption-45", "i424-glm-v-8"])
+def test_a_transformers_processor_out_of_step_with_the_engine(case_id: str, tmp_path: Path) -> None:
+    """The engine's placeholder merge refused (vllm/model_executor/models/utils.py:396-399, 0.8.5.post1) and a
+    model's transformers processor refusing the engine's arguments (Glm4vProcessor.__init__); vLLM's own classes
+    (no family in their name) are not read as transformers'."""
+    assert "transformers-version-mismatch" in _causes(_case_log(case_id, tmp_path))
+    path = tmp_path / "own.log"
+    path.write_text("TypeError: Processor.__init__() got an unexpected keyword argument 'mm_registry'\n"
+                    "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n", encoding="utf-8")
+    assert "transformers-version-mismatch" not in _causes(path)
