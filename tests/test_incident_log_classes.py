@@ -278,3 +278,23 @@ def test_a_transformers_processor_out_of_step_with_the_engine(case_id: str, tmp_
     path.write_text("TypeError: Processor.__init__() got an unexpected keyword argument 'mm_registry'\n"
                     "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n", encoding="utf-8")
     assert "transformers-version-mismatch" not in _causes(path)
+
+
+def test_what_failed_comes_before_the_stage_that_raised_it(tmp_path: Path) -> None:
+    """llm-d/llm-d#352 (i247): the log names nccl-init-failed and, by the start-up stage its line was raised in,
+    device-init-failed; both critical at high confidence. The tree's order decides (not the ids' alphabet), and a
+    stage cause's generated node comes after the specific ones (log_node.stage)."""
+    data = yaml.safe_load((CASES / "i247-llm-d-352.yaml").read_text(encoding="utf-8"))
+    args = ["--log", str(_case_log("i247-llm-d-352", tmp_path)), "--symptom", "launch-failure"]
+    if data.get("version"):
+        args += ["--engine-version", str(data["version"])]
+    ids = [f["id"] for f in _check(*args)["findings"]]
+    assert ids.index("nccl-init-failed") < ids.index("device-init-failed")
+
+
+def test_a_gpu_below_the_engines_minimum_is_the_fault_not_its_dtype(tmp_path: Path) -> None:
+    """vllm-project/vllm#1284 (i015): a P100 logs both the bfloat16 refusal and "compute capability below 7.0 are
+    not supported"; no dtype makes it run, so the arch refusal is the finding and the dtype's yields to it."""
+    ids = [f["id"] for f in _check("--log", str(_case_log("i015-vllm-1284", tmp_path)), "--symptom",
+                                   "launch-failure")["findings"]]
+    assert ids[0] == "gpu-arch-unsupported" and "bf16-unsupported-gpu" not in ids
