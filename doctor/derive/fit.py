@@ -18,7 +18,7 @@ _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_att
           # the band of comparable predictions (doctor/model/band.py) and the weights margin
           "gpu.sm", "launch.quantization", "model.moe", "model.quantization",
           # the user's own measured runs of this model, GPU and engine (doctor/model/calibration.py)
-          "model.name", "launch.model", "server.model", "gpu.name",
+          "model.name", "launch.model", "server.model", "server.version", "log.started", "gpu.name",
           # vLLM's own count of full-length requests its KV pool holds, when the arithmetic cannot be done
           "log.max_concurrency", "log.max_concurrency_tokens")
 
@@ -30,7 +30,10 @@ def derive_fit(facts: Facts) -> None:
     memory = facts.get("gpu.memory_bytes")
     fraction = mem_fraction(facts)
     if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
-        if layout is not None and fraction is not None and memory is None and "launch.tp" in facts:
+        # (not for a server that answers or whose log says it started: its weights fit; its check loads no GPU
+        # catalog, whose YAML is parsed only by the commands that name a GPU)
+        if layout is not None and fraction is not None and memory is None and "launch.tp" in facts \
+                and "server.model" not in facts and "server.version" not in facts and facts.get("log.started") is not True:
             _derive_beyond_every_gpu(facts, layout, fraction)
         _derive_context(facts)
         _derive_users_from_log(facts)
