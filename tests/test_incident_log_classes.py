@@ -282,8 +282,8 @@ def test_a_transformers_processor_out_of_step_with_the_engine(case_id: str, tmp_
 
 def test_what_failed_comes_before_the_stage_that_raised_it(tmp_path: Path) -> None:
     """llm-d/llm-d#352 (i247): the log names nccl-init-failed and, by the start-up stage its line was raised in,
-    device-init-failed; both critical at high confidence. The tree's order decides (not the ids' alphabet), and a
-    stage cause's generated node comes after the specific ones (log_node.stage)."""
+    device-init-failed; both critical at high confidence. Among equals a stage cause (log_node.stage) comes after the
+    causes that say what failed, whatever the ids' alphabet."""
     data = yaml.safe_load((CASES / "i247-llm-d-352.yaml").read_text(encoding="utf-8"))
     args = ["--log", str(_case_log("i247-llm-d-352", tmp_path)), "--symptom", "launch-failure"]
     if data.get("version"):

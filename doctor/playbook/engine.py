@@ -96,10 +96,10 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     for playbook in selected:
         diagnosis.ran.append(playbook.symptom)
         walk.nodes(playbook.tree, playbook, [])
-    # most severe first, then most certain, then in the trees' own order (a stable sort over the walk's): the tree
-    # lists the cause that decides before the one it implies (the GPU's refusal before "does not fit"), and the log
-    # nodes of causes that say what failed before those of the start-up stage that raised it (lognodes.py)
-    diagnosis.findings = sorted(walk.found.values(), key=lambda f: f.sort_key()[:2])
+    # most severe first, then most certain; among equals a stage cause (log_node.stage: named only by where in
+    # start-up the engine raised, device-init-failed and its kin) after the causes that say what failed, then by id
+    stages = {cid for cid, cause in pbset.causes.items() if cause.log_node.get("stage")}
+    diagnosis.findings = sorted(walk.found.values(), key=lambda f: (*f.sort_key()[:2], f.id in stages, f.id))
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
     diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)

@@ -378,7 +378,7 @@ def _generate_log_nodes(pbset: PlaybookSet) -> list[str]:
         else:
             by_symptom.setdefault(symptom, []).append(lognodes.log_node(cause.id, cause.log_node))
     for symptom, playbook in list(pbset.playbooks.items()):
-        nodes = lognodes.specific_first(by_symptom.get(symptom, []), pbset.causes)
+        nodes = by_symptom.get(symptom, [])
         if nodes or any(n.get("generate") for n in playbook.tree):
             pbset.playbooks[symptom] = Playbook(**{**asdict(playbook), "tree": lognodes.place(playbook.tree, nodes)})
     return errors

@@ -32,13 +32,6 @@ def log_node(cause_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def specific_first(nodes: list[dict[str, Any]], causes: Any) -> list[dict[str, Any]]:
-    """The nodes in load order, those of stage causes (``log_node.stage``: a cause named only by where in start-up
-    the engine raised, such as device-init-failed) after every other: when one log names both, the cause that says
-    what failed is the first finding, and the stage that says where comes after it (a stable sort)."""
-    return sorted(nodes, key=lambda n: bool(causes[n["cause"]].log_node.get("stage")))
-
-
 def place(tree: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``tree`` with ``nodes`` at its ``generate: log-signatures`` node, or appended when it has none."""
     for index, node in enumerate(tree):
