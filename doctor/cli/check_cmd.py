@@ -154,25 +154,30 @@ scope_options = option_group("scope", ScopeFlags, [
 
 class OfflineFlags:
     """--command, --command-file, --config, --gpu, --gpu-mem, --engine-version, --metrics, --server-info,
-    --nvidia-smi, --offline, --log, and for `check` --manifest and --target-version: what the user hands over
+    --nvidia-smi, --offline, --log, and for `check` --client-output, --manifest and --target-version: what the user
+    hands over
     without a server (:meth:`inputs` makes the pipeline's ``OfflineInputs`` of them; ``target_version`` is the
     release the pipeline also reads the command as)."""
 
     __slots__ = ("command_text", "command_file", "config", "gpu", "gpu_mem", "engine_version", "metrics_file",
-                 "server_info_file", "nvidia_smi_file", "offline", "log_file", "manifest", "target_version")
+                 "server_info_file", "nvidia_smi_file", "offline", "log_file", "client_output", "manifest",
+                 "target_version")
 
     def __init__(self, command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
                  gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
                  server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
-                 manifest: str | None = None, target_version: str | None = None) -> None:
+                 client_output: str | None = None, manifest: str | None = None,
+                 target_version: str | None = None) -> None:
         self.command_text, self.command_file, self.config, self.gpu = command_text, command_file, config, gpu
         self.gpu_mem, self.engine_version, self.metrics_file = gpu_mem, engine_version, metrics_file
         self.server_info_file, self.nvidia_smi_file, self.offline = server_info_file, nvidia_smi_file, offline
-        self.log_file, self.manifest, self.target_version = log_file, manifest, target_version
+        self.log_file, self.client_output = log_file, client_output
+        self.manifest, self.target_version = manifest, target_version
 
     def inputs(self, workload: Any) -> Any:
         """The pipeline's ``OfflineInputs``: the command and --gpu from --manifest (a --gpu given wins), the
-        command from --command or --command-file, the log's path (read later, once: ``with_log_read``)."""
+        command from --command or --command-file, the log's and the client output's paths (read later, once:
+        ``with_log_read``)."""
         from doctor.sources.offline import OfflineInputs, read_command_file
 
         command_text, gpu = self.command_text, self.gpu
@@ -189,7 +194,7 @@ class OfflineFlags:
         return OfflineInputs(command=command_text, engine_version=self.engine_version, config=self.config,
                              gpu=gpu, gpu_mem=self.gpu_mem, nvidia_smi=self.nvidia_smi_file,
                              metrics=self.metrics_file, server_info=self.server_info_file, workload=workload,
-                             offline=self.offline, log=self.log_file)
+                             offline=self.offline, log=self.log_file, client_output=self.client_output)
 
 
 #: --command … --offline and --log: what every command that reads offline inputs takes
@@ -222,9 +227,12 @@ _OFFLINE = [
 #: the offline inputs and --log: an ``OfflineFlags`` (`snapshot`, `calibrate add`)
 offline_options = option_group("given", OfflineFlags, _OFFLINE)
 
-#: `check`'s: the offline inputs, --log, --manifest and --target-version
+#: `check`'s: the offline inputs, --log, --client-output, --manifest and --target-version
 check_offline_options = option_group("given", OfflineFlags, [
     *_OFFLINE,
+    click.option("--client-output", "client_output", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="What a client got back (an API error body, the client library's traceback): read with --log, "
+                      "after it, for the engine's own messages it quotes (a request the server refused says why)."),
     manifest_option,
     click.option("--target-version", metavar="V",
                  help="Also say whether the launch command (given, or read from the server's process) still starts "
@@ -258,8 +266,9 @@ def check(live: LiveFlags, active: ActiveFlags, scope: ScopeFlags, given: Offlin
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
         if active.active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
-        if given.log_file:
-            raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
+        if given.log_file or given.client_output:
+            raise InputError("--log and --client-output belong to one target; in --targets give each entry its own "
+                             "log: key")
         if given.manifest:
             raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
         return _fleet(scope.targets_file, live.timeout_s, playbooks, output)
@@ -270,12 +279,13 @@ def check(live: LiveFlags, active: ActiveFlags, scope: ScopeFlags, given: Offlin
     # input at all is "nothing to check".
     if not (endpoint or scope.snapshot_file or symptoms or any((
             inputs.command, inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi,
-            inputs.log))):
+            inputs.log, inputs.client_output))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
                          "and --config, or the --symptom you see (see llmdoctor check --help)")
     # Beside anything else, a command naming no launch llmdoctor reads is said, not fatal: the rest is still read.
     inputs.command_optional = bool(endpoint or scope.snapshot_file or symptoms or any((
-        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log)))
+        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log,
+        inputs.client_output)))
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
                                  sample_s=live.sample_s, pid=live.pid, snapshot=scope.snapshot_file, offline=inputs,

@@ -333,11 +333,21 @@ def match_line(line: str, engine: str | None, version: str | None = None) -> Tem
         return _MATCHED[key]
     if len(_MATCHED) >= _MAX_MATCHED:  # a long log of distinct lines: memory stays bounded
         _MATCHED.clear()
-    found = _MATCHED[key] = _match(line, engine, version)
+    found = _match(line, engine, version)
+    if found is None and "message" in line:
+        # an HTTP error body the client printed (`Error code: 400 - {'object': 'error', 'message': "…", …}`, vLLM's
+        # and SGLang's OpenAI-style errors) quotes the engine's message inside other text: the message alone
+        body = _MESSAGE.search(line)
+        if body is not None:
+            found = _match((body.group(1) if body.group(1) is not None else body.group(2)).replace('\\"', '"'),
+                           engine, version)
+    _MATCHED[key] = found
     return found
 
 
 _MAX_MATCHED = 50_000
+#: the "message" field of a JSON or Python-dict error body, double- or single-quoted
+_MESSAGE = re.compile(r"""['"]message['"]\s*:\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
 #: (line, engine, version) -> its match: the catalogs do not change within a process.
 _MATCHED: dict[tuple[str, str | None, str | None], TemplateMatch | None] = {}
 

@@ -79,9 +79,14 @@ _VLLM_WEIGHTS = _rule('Model loading took',   # v1/worker/gpu_model_runner.py:51
     r"Model loading took ([\d.]+) ?GiB memory", re.M)
 _VLLM_KV_MEMORY = _rule('Available KV cache memory', r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
 _VLLM_CPU_KV_MEMORY = _rule('for KV cache', r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
-_VLLM_GRAPHS = _rule('Graph capturing finished',   # v1/worker/gpu_model_runner.py:6582
-    r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
-_VLLM_GRAPH_START = _rule('Capturing CUDA graph', r"Capturing CUDA graphs?\b", re.M)
+# v1/worker/gpu_model_runner.py:6517 (0.33.0); the V0 worker said it without the memory (vllm/worker/model_runner.py:756
+# in 0.3.3: "Graph capturing finished in N secs.")
+_VLLM_GRAPHS = _rule('Graph capturing finished',
+    r"Graph capturing finished in ([\d.]+) secs?(?:, took ([\d.]+) GiB)?", re.M)
+# "Capturing CUDA graphs (…)" (V1's progress bar, 0.33.0 gpu_model_runner.py:6592); V0: "Capturing the model for CUDA
+# graphs." (vllm/worker/model_runner.py:684, 0.3.3) and "Capturing cudagraphs for decoding." (0.6.x
+# worker/model_runner.py:1413, as vllm-project/vllm#11251's log prints its site)
+_VLLM_GRAPH_START = _rule('Capturing ', r"Capturing (?:CUDA graphs?\b|the model for CUDA graphs|cudagraphs\b)", re.M)
 _VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
     r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
@@ -378,7 +383,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
     estimate = scan.last(_VLLM_GRAPH_ESTIMATE)
     if graphs:
         put("log.cuda_graph", "captured", "graph capturing finished")
-        put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
+        if graphs.group(2) is not None:
+            put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
     elif scan.last(_VLLM_GRAPH_START):
         put("log.cuda_graph", "capturing", "capture started, never finished")
     elif estimate:

@@ -63,6 +63,8 @@ class OfflineInputs:
     #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
     offline: bool = False
     log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: path of what a client got back (an API error body, the client's traceback): read with the log, after it
+    client_output: str | None = None
     #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
     log_excerpt: dict[str, Any] | None = None
     #: generation_config.json content recorded with ``config_json`` (a replayed snapshot)
@@ -281,7 +283,7 @@ def log_input_facts(inputs: OfflineInputs) -> Facts:
 
     sigs = inputs.log_signatures
     reading = (replay_excerpt(inputs.log_excerpt, sigs) if inputs.log_excerpt is not None
-               else read_log_input(inputs.log, sigs))
+               else read_log_input(inputs.log, sigs, inputs.client_output))
     return reading.facts
 
 
@@ -383,7 +385,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
-    if inputs.log or inputs.log_excerpt:
+    if inputs.log or inputs.log_excerpt or inputs.client_output:
         facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
     unread = False  # a --command given that names no launch llmdoctor reads (command_optional)
