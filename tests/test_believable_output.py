@@ -120,3 +120,36 @@ def test_the_plan_names_one_weights_figure_per_layout():
     text = " ".join(done.stdout.split())
     assert "the weights fit from TP8 (78.4 GiB per GPU at TP8 of 129 GiB usable)" in text
     assert "weights 93.9 GiB/GPU of 129 GiB usable" in text   # the chosen DP-attention layout's, under fit
+
+
+def _plan(config: str, gpu: str, *args: str) -> dict:
+    done = run_cli("plan", str(SHARED_FIXTURES / "configs" / config), "--gpu", gpu, *args, "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_every_alternative_passes_the_same_gates():
+    """What "What would run" proposes — more of these GPUs, smaller weights on them — runs when planned: DSA on
+    sm_89 (DeepSeek-V3.2 on 2× RTX 4090) and an FP8 checkpoint on sm_70 (DeepSeek-V3 on 2× V100) run on no
+    number of those GPUs, so no "more GPUs" is offered; where memory is the only gate (one MI300X, two A100s, a
+    BF16 GLM-5 on 8× H200) the alternative is offered and planning it runs."""
+    import re
+
+    gated = {("deepseek-ai__DeepSeek-V3.2.json", "RTX 4090:2"), ("deepseek-ai__DeepSeek-V3.json", "V100 16GB:2")}
+    offered = 0
+    for config, gpu in sorted(gated) + [("deepseek-ai__DeepSeek-V3.json", "MI300X:1"),
+                                        ("deepseek-ai__DeepSeek-V3.json", "A100 80GB:2"),
+                                        ("zai-org__GLM-5.json", "H200:8")]:
+        instead = _plan(config, gpu)["verdict"]["instead"]
+        assert instead and instead[-1].startswith("what fits"), instead
+        for line in instead[:-1]:
+            more = re.match(r"more GPUs: (\d+)× (.+?) as ", line)
+            smaller = re.match(r"smaller weights: (FP8|NVFP4) ", line)
+            assert more or smaller, line
+            assert (config, gpu) not in gated, line
+            args = (f"{more.group(2)}:{more.group(1)}",) if more else (gpu, "--weights-dtype",
+                                                                      smaller.group(1).lower())
+            status = _plan(config, *args)["verdict"]["status"]
+            assert status != "does-not-run", (config, gpu, line, status)
+            offered += 1
+    assert offered >= 3

@@ -258,8 +258,16 @@ def _instead(plan: Plan) -> list[str]:
                                        first.fraction)
         return sizer_cache[key]
 
+    def runs(count: int, weights: WeightPlan) -> bool:
+        """The alternative passes the plan's own gates: the playbooks over its command do not say "does not
+        run" (an fp8 checkpoint on sm_70, DSA on sm_89 stay refused on any number of those GPUs)."""
+        sizer = Sizer(plan.card, weights, plan.gpu.gpu.memory_bytes, plan.gpu.gpu.name)
+        other = _engine_plan(first.engine, first.catalog, plan.request, plan.card, replace(plan.gpu, count=count),
+                             plan.demand, weights, plan.model_path, plan.family, sizer)
+        return other.status != DOES_NOT_RUN
+
     return alternatives(plan.card, plan.gpu.gpu, plan.gpu.count, plan.weights, first.fraction,
-                        weights_short=short, replan=replan)
+                        weights_short=short, replan=replan, runs=runs)
 
 
 def default_model_path(spec: str) -> str:
