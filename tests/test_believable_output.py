@@ -153,3 +153,20 @@ def test_every_alternative_passes_the_same_gates():
             assert status != "does-not-run", (config, gpu, line, status)
             offered += 1
     assert offered >= 3
+
+
+def test_the_plan_text_does_not_contradict_itself_on_one_gpu():
+    """MoE on one GPU (per replica) is planned without expert parallelism: no line may call EP essential or claim
+    it; and one of anything is singular ("1 GPUs", "× 1 pools", "one per 1 GPUs" were printed)."""
+    import re
+
+    cases = [("openai__gpt-oss-120b.json", "H100:1"), ("Qwen__Qwen3-30B-A3B.json", "H100:1"),
+             ("Qwen__Qwen3-30B-A3B.json", "H100:4", "--latency", "relaxed"),
+             ("deepseek-ai__DeepSeek-V3.json", "MI300X:1"), ("Qwen__Qwen3-8B.json", "H100:1")]
+    for config, gpu, *args in cases:
+        done = run_cli("plan", str(SHARED_FIXTURES / "configs" / config), "--gpu", gpu, *args, "-v")
+        assert done.returncode in (0, 1), done.stderr
+        text = " ".join(done.stdout.split())
+        assert not re.search(r"\b1 (GPUs|pools|replicas|copies)\b|× 1 pools|one per 1 ", text), (config, gpu, text)
+        if "no expert parallelism" in text:
+            assert "EP is essential" not in text and "with expert parallelism" not in text, (config, gpu, text)

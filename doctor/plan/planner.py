@@ -25,7 +25,7 @@ from doctor.plan.flags import (
     parallel_flags,
     users_note,
 )
-from doctor.plan.parallelism import Decision, Parallelism, choose
+from doctor.plan.parallelism import Decision, Parallelism, choose, gpus_text
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
 
@@ -180,7 +180,8 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
     if short:
         notes.insert(0, short)
     if decision.idle_gpus:
-        notes.append(f"{decision.idle_gpus} GPU(s) left idle: replicas need {par.instance_gpus} GPUs each")
+        notes.append(f"{gpus_text(decision.idle_gpus)} left idle: replicas need {gpus_text(par.instance_gpus)} "
+                     "each")
     version = request.engine_version or catalog.version
     if catalog.note and request.engine_version:
         notes.append(catalog.note)
