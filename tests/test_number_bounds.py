@@ -186,6 +186,25 @@ def test_snapshot_numbers(tmp_path_factory, key, kind, change, value):
         json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
 
 
+@SETTINGS
+@given(count=st.integers(min_value=-10**22, max_value=10**22) | st.sampled_from([1, 8, 100_000, 100_001, 10**20]),
+       memory=st.floats(min_value=1e-3, allow_nan=False, allow_infinity=False) | st.sampled_from([1e300, 1e30, 80]))
+def test_snapshot_gpu(tmp_path_factory, count, memory):
+    """A snapshot's recorded --gpu and --gpu-mem are read as the flags are, the refusal naming the snapshot's key."""
+    def change(doc):
+        doc["extra"]["inputs"].update(gpu=f"H100:{count}", gpu_mem=f"{memory!r}GB")
+
+    path = _snapshot(tmp_path_factory.mktemp("g"), change)
+    rc, out, err = cli("check", "--snapshot", str(path), "--format", "json")
+    assert rc != 4 and "internal error" not in err, err
+    if not BOUNDS["gpu_mem"].low <= memory * 1e9 <= BOUNDS["gpu_mem"].high:
+        assert rc == 2 and err.count("\n") == 1 and "extra.inputs.gpu_mem" in err, err
+    elif count >= 0 and problem("gpu_count", count):  # "H100:-1" reads as a GPU name the catalog lacks
+        assert rc == 2 and err.count("\n") == 1 and "extra.inputs.gpu" in err, err
+    elif count > 0:
+        assert rc in (0, 1), err
+
+
 @pytest.mark.parametrize("where", ["endpoint", "gpu"])
 @SETTINGS
 @given(value=st.integers(min_value=-10**22, max_value=10**22) | st.sampled_from([0, 1, 8, 65535, 65536, 10**20]))
