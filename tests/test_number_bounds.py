@@ -205,6 +205,31 @@ def test_snapshot_gpu(tmp_path_factory, count, memory):
         assert rc in (0, 1), err
 
 
+@pytest.mark.parametrize("key", ["measured", "expected", "tp"])
+@SETTINGS
+@given(value=HOSTILE)
+def test_calibration_file_numbers(tmp_path_factory, monkeypatch, key, value):
+    """The user's calibration file (doctor/model/calibration.py) is read by plan, lint and check: an edited or
+    damaged entry (expected 0 divided by zero, exit 4; 10^23 printed a ±10^20 % band) is one line naming the
+    file and the entry's key, exit 2."""
+    folder = tmp_path_factory.mktemp("cal")
+    run = {"models": ["seed-gqa-27b"], "gpu": "H100 80GB", "engine": "vllm", "version": "0.11.0", "tp": 1,
+           "measured": 200000, "expected": 198000}
+    run[key] = value
+    (folder / "calibration.json").write_text(json.dumps({"schema": "llmdoctor.calibration/1", "runs": [run]}))
+    monkeypatch.setenv("LLMDOCTOR_DATA_DIR", str(folder))
+    kind = "gpu_count" if key == "tp" else "kv_tokens"
+    for args in (("calibrate", "show"), ("plan", "example:seed-gqa-27b", "--gpu", "H100 80GB:1", "--format", "json")):
+        rc, _out, err = cli(*args)
+        assert rc != 4 and "Traceback" not in err and "internal error" not in err, err
+        ratio_ok = key == "tp" or 1 / 4 <= (value / 198000 if key == "measured" else 200000 / value) <= 4 \
+            if isinstance(value, (int, float)) and not problem(kind, value) else True
+        if problem(kind, value) is not None or not ratio_ok:
+            assert rc == 2 and err.count("\n") == 1 and f"runs[0].{key}" in err and str(folder) in err, err
+        else:
+            assert rc in (0, 1), err
+
+
 @pytest.mark.parametrize("where", ["endpoint", "gpu"])
 @SETTINGS
 @given(value=st.integers(min_value=-10**22, max_value=10**22) | st.sampled_from([0, 1, 8, 65535, 65536, 10**20]))
