@@ -114,6 +114,20 @@ def playbooks_option(f: F) -> F:
     )(f)
 
 
+class PlaybookFlags:
+    """--symptom and --playbooks: which playbooks run — the symptoms asked about (none: every playbook whose entry
+    conditions hold) and the user's own directories beside the built-ins, as the pipeline takes them."""
+
+    __slots__ = ("symptoms", "playbook_dirs")
+
+    def __init__(self, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> None:
+        self.symptoms, self.playbook_dirs = symptoms, playbook_dirs
+
+
+#: --symptom, --playbooks: a ``PlaybookFlags``
+playbook_options = option_group("playbooks", PlaybookFlags, [symptom_option, playbooks_option])
+
+
 def offline_option(f: F) -> F:
     """--offline: find the model only on this machine (a path, the Hugging Face cache), never on the Hub."""
     return click.option(

@@ -248,14 +248,15 @@ def active_results(target: Target, probe_opts: ProbeOptions, passive: list[Probe
     (none when the target could not be examined: a dead server would cost a timeout per request)."""
     if unreachable_reason(passive):
         return []
+    from doctor.derive import derive
     from doctor.probes.active import ActiveContext, run_active, served_models
     from doctor.sources.offline import gather
 
     live = Facts()
     for result in passive:
         live.update(result.facts)
-    ctx = ActiveContext.from_facts(gather(offline, live=live).facts, model=model, served=served_models(passive),
-                                   symptoms=symptoms)
+    facts = derive(gather(offline, live=live).facts, ("expect.*",))  # what the model's family expects
+    ctx = ActiveContext.from_facts(facts, model=model, served=served_models(passive), symptoms=symptoms)
     return run_active(target, replace(probe_opts, timeout_s=timeout_s or probe_opts.timeout_s), ctx)
 
 

@@ -69,6 +69,12 @@ _VLLM_KV = _rule('KV cache size: ',   # v1/core/kv_cache_utils.py:2328
 _VLLM_CONCURRENCY = _rule('Maximum concurrency for', r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
 _VLLM_BACKEND = _rule('Using ',   # platforms/cuda.py:507, platforms/cpu.py:163
     r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
+#: which top-k/top-p sampler the profile's sampler pass ran (its peak differs: doctor/model/memory.py non_kv_bytes):
+#: vllm 0.11.0 v1/sample/ops/topk_topp_sampler.py:50-69 logs one of these at start-up
+_VLLM_SAMPLER = _rule('top-p & top-k sampling',
+    r"(Using FlashInfer for top-p & top-k sampling|PyTorch-native implementation of top-p & top-k sampling)", re.M)
+#: the MXFP4 MoE backend (vllm 0.11.0 model_executor/layers/quantization/mxfp4.py:96-102)
+_VLLM_MXFP4 = _rule('backend', r"\bUsing (Marlin|Triton) backend\b", re.M)
 _VLLM_WEIGHTS = _rule('Model loading took',   # v1/worker/gpu_model_runner.py:5150
     r"Model loading took ([\d.]+) ?GiB memory", re.M)
 _VLLM_KV_MEMORY = _rule('Available KV cache memory', r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
@@ -334,6 +340,13 @@ def _vllm(scan: _Scan, put: Any) -> None:
     m = scan.last(_VLLM_BACKEND)
     if m:
         put("log.attention_backend", m.group(1), "attention backend chosen")
+    m = scan.last(_VLLM_SAMPLER)
+    if m:
+        put("log.sampler", "flashinfer" if m.group(1).startswith("Using FlashInfer") else "native",
+            "the top-k/top-p sampler vLLM chose")
+    m = scan.last(_VLLM_MXFP4)
+    if m:
+        put("log.mxfp4_backend", m.group(1), "the MXFP4 MoE backend vLLM chose")
     m = scan.last(_VLLM_WEIGHTS)
     profile = scan.last(_VLLM_V0_PROFILE)
     if m:

@@ -16,6 +16,7 @@ public logs in tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,17 +71,24 @@ class MlaLayout:
 
 
 def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str | None,
-               kv_dtype_bytes: int = 2) -> MlaLayout | None:
-    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine)."""
+               kv_dtype_bytes: int = 2, flag: Callable[[str], Any] | None = None) -> MlaLayout | None:
+    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine).
+    ``flag(dest)``: a launch flag's value, for a rule whose layout a flag switches (SGLang's --enable-mla in
+    0.2.10-0.3.1.post1, --disable-mla in 0.3.1.post2-0.4.5.post1)."""
     if card.kv_lora_rank is None or engine not in ("vllm", "sglang"):
         return None
     found = rule("mla_kv", engine, version)
     if found is None:
         return None
     where = f"{engine} {version or 'newest'}: {found.evidence}"
-    if found.values["layout"] == "latent":
+    values = found.values
+    switch = values.get("flag")
+    if switch and flag is not None and flag(switch["dest"]) is True:
+        values = {**values, **{k: v for k, v in switch.items() if k != "dest"}}
+        where = f"--{switch['dest'].replace('_', '-')} given; {where}"
+    if values["layout"] == "latent":
         return MlaLayout("latent", None, where)
-    size = found.values["head_size"]
+    size = values["head_size"]
     if size == "qk_head_dim":
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
         size = int(text.get("qk_nope_head_dim") or 0) + int(card.qk_rope_head_dim or 0)
@@ -153,14 +161,17 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
-                 enforce_eager: bool = False) -> NonKV | None:
+                 enforce_eager: bool = False, flashinfer_sampler: bool = False,
+                 mxfp4_backend: str | None = None) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
     applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
     activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
-    so a release that takes their memory off the pool takes nothing."""
+    so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
+    FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
+    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes)."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -180,16 +191,22 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     width = mlp_width_per_token(card)
     per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
+    dequant, dequant_source = bnb4_dequant_bytes(card, engine, version, max_num_batched_tokens, tp)
+    activation += dequant
     rows = 0
     sampler = 0
+    per_element = values.get("sampler_bytes_per_element", SAMPLER_BYTES_PER_ELEMENT)
     if values.get("sampler") and card.vocab_size:
         rows = min(max_num_seqs, max_num_batched_tokens)
-        sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
+        if flashinfer_sampler:
+            per_element = values.get("flashinfer_sampler_bytes_per_element", per_element)
+        sampler = int(rows * card.vocab_size * float(per_element))
     graphs = rule("cudagraph_pool", engine, version)
     taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
     cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
-    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
+    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm,
+                                                  backend=mxfp4_backend)
     fraction = mem_fraction if mem_fraction is not None and 0 < mem_fraction <= 1 else 0.9
     non_torch = int(values["non_torch_gib"] * GIB) if "non_torch_gib" in values else NON_TORCH_BYTES
     fabric = nvswitch and (tp > 1 or ep > 1) and (gpu_sm or 0) >= 90
@@ -197,7 +214,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         non_torch += NVSWITCH_TP_BYTES
     return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
-                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
+                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab at {float(per_element):g} B an element"
+                    + (" (FlashInfer's sampler)" if flashinfer_sampler and rows else "") if rows else "")
                  + f" + non-torch {non_torch / GIB:.2f} GiB"
                  + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
                  + " + the memory CUDA does not report × the fraction"
@@ -211,6 +229,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
+                 + (f"; {dequant_source}" if dequant else "")
                  + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
                  cudagraphs)
 
@@ -244,6 +263,22 @@ def moe_output_bytes(card: ModelCard, tokens: int) -> int:
     return min(tokens, MOE_CHUNK_TOKENS) * card.moe.active * card.hidden_size * _ACT_BYTES
 
 
+def bnb4_dequant_bytes(card: ModelCard, engine: str, version: str | None, tokens: int, tp: int) -> tuple[int, str]:
+    """What a bitsandbytes 4-bit model's forward pass adds to its activations (0 and "" otherwise): the largest MLP
+    shard (intermediate / TP × hidden) dequantized to 16-bit, and that shard's product at ``tokens`` rows before it
+    is copied into the merged layer's output (engine_memory.yaml bnb4_dequant)."""
+    quant = card.quantization
+    found = rule("bnb4_dequant", engine, version)
+    dense = card.param_parts.get("dense_mlp", 0)
+    layers = card.layers.total - (card.moe.layers if card.moe else 0)
+    if quant is None or quant.method != "bitsandbytes" or found is None or not dense or layers <= 0:
+        return 0, ""
+    intermediate = dense / layers / (3 * max(1, card.hidden_size)) / max(1, tp)
+    size = int(_ACT_BYTES * intermediate * (card.hidden_size + tokens))
+    return size, (f"bitsandbytes 4-bit: one MLP shard dequantized to 16-bit and its product at {tokens} tokens, "
+                  f"{size / GIB:.2f} GiB ({engine} {version or 'newest'}: {found.evidence})")
+
+
 def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequences: int) -> tuple[int, str]:
     """A hybrid model's recurrent state that the release allocates outside the KV pool (0 and "" otherwise):
     vLLM V0 sized it for ``max_num_seqs`` sequences in the profile run; V1 keeps it in the pool."""
@@ -259,19 +294,22 @@ def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequen
 
 
 def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1, ep: int = 1,
-                        gpu_sm: int | None = None) -> tuple[int, str]:
+                        gpu_sm: int | None = None, backend: str | None = None) -> tuple[int, str]:
     """Bytes per GPU the release's MXFP4 MoE kernels add to the experts on load (0 and "" when none apply).
 
     The expert intermediate size is recovered from the expert parameter count (3 × hidden × intermediate per
     expert and layer), so no config field beyond the card is needed. Under TP each GPU pads its slice of every
-    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts."""
+    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts. ``backend``: the one the engine says it
+    runs ("Using Triton backend"), where the install decides (a tier marked ``installed`` is taken only then)."""
     quant = card.quantization
     if quant is None or quant.method != "mxfp4" or card.moe is None or not card.expert_weight_bytes:
         return 0, ""
     found = rule("mxfp4_moe_padding", engine, version)
     if found is None or gpu_sm is None:
         return 0, ""
-    tier = next((b for b in found.values["backends"] if gpu_sm <= b["max_sm"]), None)
+    tiers = found.values["backends"]
+    named = [b for b in tiers if backend and b["backend"].lower().startswith(backend.lower()) and gpu_sm <= b["max_sm"]]
+    tier = named[0] if named else next((b for b in tiers if gpu_sm <= b["max_sm"] and not b.get("installed")), None)
     experts = card.param_parts.get("experts", 0)
     if tier is None or not experts or not card.hidden_size:
         return 0, ""
@@ -312,16 +350,17 @@ def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | N
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
-                     kv_dtype: str) -> Any:
+                     kv_dtype: str, flag: Callable[[str], Any] | None = None) -> Any:
     """model.kv_layout (and, for an MLA model on a release that cached every head, the per-head
-    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts."""
+    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts; ``flag(dest)``: the launch
+    command's value of a flag (mla_layout)."""
     from doctor.facts import Facts
 
     facts = Facts()
     if engine is None or card.kv_lora_rank is None:
         return facts
     dtype_bytes = {"fp8": 1, "fp32": 4}.get(kv_dtype, 2)
-    layout = mla_layout(card, raw, engine, version, dtype_bytes)
+    layout = mla_layout(card, raw, engine, version, dtype_bytes, flag)
     if layout is None:
         return facts
     facts.set("model.kv_layout", layout.layout, layout.source)
@@ -381,6 +420,62 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     return out
 
 
+def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token of what vLLM logs from 0.21.0 for a model of full-attention and state (GDN, Mamba)
+    layers (engine_memory.yaml hybrid_attention_groups, group_aware): the group-aware capacity, num_blocks over the
+    blocks one max_model_len request takes across all groups, times max_model_len. Per logged token that is a
+    group's layer slots × the attention block's bytes × those blocks / max_model_len; nothing before 0.21, for
+    SGLang, or for a model with sliding-window groups or without state layers."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    if engine != "vllm" or not card.states or any(g.window for g in card.kv_groups):
+        return out
+    found = rule("hybrid_attention_groups", "vllm", facts.get("launch.version"))
+    slots = attention_group_slots(card)
+    base = facts.get("model.kv_bytes_per_token")
+    if found is None or not found.values.get("group_aware") or slots is None or not isinstance(base, int):
+        return out
+    from doctor.errors import InputError
+    from doctor.model.kvcache import kv_layout
+
+    _, layers, size = slots
+    per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
+    try:
+        page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
+    except InputError:  # a state layout vLLM's is not modelled for: the per-token layout stands
+        return out
+    align = int(found.values["kernel_block_alignment"])
+    block = align * -(-page // int(align * per_layer))
+    length = _int(facts.get("launch.max_model_len")) or _int(facts.get("launch.flags.max_model_len")) or card.max_context
+    if not length:
+        return out
+    prefix = facts.get("launch.prefix_caching")
+    prefix = facts.get("launch.flags.enable_prefix_caching") if prefix is None else prefix
+    state_blocks = 1 if prefix is False else 2  # "align" mode with prefix caching, on by default
+    attention_groups = -(-layers // size)
+    state_groups = sum(-(-s.layers // size) for s in card.states)
+    blocks = attention_groups * -(-length // block) + state_groups * state_blocks
+    out.set("model.kv_bytes_per_token", round(size * block * per_layer * blocks / length),
+            f"derived: the group-aware capacity vLLM logs: {size}-layer groups of {block}-token blocks "
+            f"({block * per_layer:.0f} B per attention layer, the state page {page} B fits in it), a "
+            f"{length}-token request taking {attention_groups} × {-(-length // block)} attention blocks + "
+            f"{state_groups} × {state_blocks} state pages ({'align mode: prefix caching' if state_blocks == 2 else 'no prefix caching'}) "
+            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
+def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """What the launch's engine and release change in the pool and the weights per rank, as one set of facts:
+    SGLang's SWA and Mamba pools (swa_pool_facts), vLLM's group-aware capacity (group_aware_facts), the weights
+    every TP rank holds whole (replicated_weight_facts). `lint`, `check`, `plan` and the error record call this."""
+    out = swa_pool_facts(card, facts, engine)
+    out.update(group_aware_facts(card, facts, engine))
+    out.update(replicated_weight_facts(card, facts, engine))
+    return out
+
+
 def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
     """model.kv_bytes_per_token of SGLang's hybrid SWA pool (engine_memory.yaml sglang_swa_pool): the sliding
     layers hold --swa-full-tokens-ratio x the full layers' tokens, and the logged pool counts full-layer tokens;
@@ -394,7 +489,7 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
         return out
     total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
     if card.states:
-        return _mamba_pool_facts(out, facts)
+        return _mamba_pool_facts(out, facts, card)
     if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
         return out
     found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
@@ -416,15 +511,60 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     return out
 
 
-def _mamba_pool_facts(out: Any, facts: Any) -> Any:
+def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """What every TP rank holds whole: model.replicated_weight_bytes, SGLang's Gemma 3/3n/4 token embedding
+    (engine_memory.yaml sglang_replicated_embedding: a plain nn.Embedding, not vocabulary-parallel), and
+    model.rope_table_bytes, the rotary embeddings' cos/sin tables both engines keep beside the weights (rope_cache).
+    ``engine``: the engine planned for, where ``facts`` carry no launch (`plan`: the newest release)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    if engine not in ("vllm", "sglang"):
+        return out
+    version = facts.get("launch.version")
+    embed = card.param_parts.get("embed", 0)
+    found = rule("sglang_replicated_embedding", engine, version) if engine == "sglang" else None
+    if embed and found is not None and any(a in (found.values.get("archs") or ()) for a in card.architectures):
+        out.set("model.replicated_weight_bytes", embed * 2,
+                f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
+                f"(sglang {version or 'newest'}: {found.evidence})")
+    tables = card.rope_tables_for(engine)
+    rope = rule("rope_cache", engine, version)
+    if tables and rope is not None:
+        amd = str(facts.get("gpu.vendor") or "").lower() == "amd"
+        per = rope.values.get("rocm_bytes_per_element") if amd else None
+        per = per or rope.values["bytes_per_element"]
+        if per == "model_dtype":
+            dtype = str(facts.get("launch.flags.dtype") or card.dtype or "").lower()
+            per = 4 if dtype in ("float32", "float", "fp32") else 2
+        size = sum(positions * dim for positions, dim in tables) * int(per)
+        shown = " + ".join(f"{positions:,} × {dim}" for positions, dim in tables)
+        out.set("model.rope_table_bytes", size,
+                f"derived: the rotary cos/sin table{'s' if len(tables) > 1 else ''} ({shown} values × {per} B, "
+                f"doctor/model/rope.py) on every rank beside the weights ({engine} {version or 'newest'}: "
+                f"{rope.evidence})")
+    return out
+
+
+def _mamba_pool_facts(out: Any, facts: Any, card: ModelCard) -> Any:
     """engine.kv_pool_share of SGLang's Mamba state pool (engine_memory.yaml sglang_mamba_pool): the state takes
-    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest."""
-    if facts.get("launch.flags.max_mamba_cache_size") is not None or (
-            facts.get("launch.flags.disable_radix_cache") is True
-            and facts.get("launch.flags.max_running_requests") is not None):
-        return out  # the state pool is a count of slots there, not a share
+    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest; sized by slots
+    (--max-mamba-cache-size, or --disable-radix-cache with --max-running-requests), engine.state_pool_bytes: that
+    many requests' state, off the KV pool."""
     found = rule("sglang_mamba_pool", "sglang", facts.get("launch.version"))
     if found is None:
+        return out
+    slots, why = _int(facts.get("launch.flags.max_mamba_cache_size")), "--max-mamba-cache-size"
+    if slots is None and facts.get("launch.flags.disable_radix_cache") is True:
+        slots, why = _int(facts.get("launch.flags.max_running_requests")), "--disable-radix-cache: --max-running-requests"
+    if slots is not None:
+        from doctor.model.kvcache import state_bytes_per_sequence
+
+        per_request = state_bytes_per_sequence(card, "sglang")
+        out.set("engine.state_pool_bytes", slots * per_request,
+                f"derived: {slots} state slots ({why}) × {per_request / 2**20:.1f} MiB of recurrent state per request, "
+                f"split over the TP ranks (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
         return out
     try:
         given = float(facts.get("launch.flags.mamba_full_memory_ratio"))
@@ -436,6 +576,15 @@ def _mamba_pool_facts(out: Any, facts: Any) -> Any:
             f"derived: 1 / (1 + {ratio}, {where}): the Mamba state pool takes {ratio}/(1 + {ratio}) of the memory "
             f"left after the weights (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
     return out
+
+
+def _int(value: Any) -> int | None:
+    """A positive whole number from a flag's value (given as text or number), else None."""
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
 
 def non_kv_facts(card: ModelCard, facts: Any) -> Any:
@@ -458,7 +607,11 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             gpu_memory_bytes=number("gpu.memory_bytes"),
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
                             nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
-                            enforce_eager=facts.get("launch.flags.enforce_eager") is True)
+                            enforce_eager=facts.get("launch.flags.enforce_eager") is True,
+                            flashinfer_sampler=(str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1"
+                                                or facts.get("log.sampler") == "flashinfer"),
+                            mxfp4_backend=facts.get("log.mxfp4_backend")
+                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
