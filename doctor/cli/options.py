@@ -73,7 +73,7 @@ def bounded(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
         if value is not None:
             from doctor.bounds import check
 
-            check(kind, value, f"--{param.name.replace('_', '-')}")
+            check(kind, value, max(param.opts, key=len))  # the flag as typed: --timeout, not its name timeout_s
         return value
 
     return callback
