@@ -215,18 +215,26 @@ def _from_data(data: dict[str, Any]) -> PlaybookSet:
                        fact_namespaces=data["fact_namespaces"])
 
 
-def _yaml_files(directory: Path) -> list[Path]:
+def _yaml_names(directory: str | Path) -> list[str]:
     """The directory's *.yaml and *.yml entries in name order (what ``sorted(glob)`` gives, from one listing:
     globbing ~150 cause files twice cost ~10 ms of every run)."""
     try:
         names = os.listdir(directory)
     except OSError:  # missing, not a directory, unreadable: nothing in it (as glob)
         return []
-    return [directory / name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
+    return [name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
 
 
-def _all_files(directory: Path) -> list[Path]:
-    return [*_yaml_files(directory), *_yaml_files(directory / CAUSES_DIR), *_yaml_files(directory / FACTS_DIR)]
+def _yaml_files(directory: Path) -> list[Path]:
+    return [directory / name for name in _yaml_names(directory)]
+
+
+def _all_files(directory: Path) -> list[str]:
+    """Every YAML file the directory loads from, as path strings: each run keys the cache on them (~200 files; as
+    Path objects, joining them cost more than stat-ing them)."""
+    top = os.fspath(directory)
+    return [os.path.join(top, sub, name) for sub in ("", CAUSES_DIR, FACTS_DIR)
+            for name in _yaml_names(os.path.join(top, sub))]
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:
