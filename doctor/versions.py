@@ -32,7 +32,14 @@ _EMBEDDED = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?post\d+|rc\d+)
 
 def version_key(version: Any) -> tuple[Any, ...] | None:
     """A sortable key for ``version``, or None when it is not a version number."""
-    match = _VERSION.match(str(version).strip())
+    return _key(str(version).strip())
+
+
+@lru_cache(maxsize=4096)
+def _key(text: str) -> tuple[Any, ...] | None:
+    """version_key of the text, remembered: the rules, catalogs and conditions compare the same few releases over
+    and over (a plan sizes many layouts on one release)."""
+    match = _VERSION.match(text)
     if match is None:
         return None
     release = [int(part) for part in match["release"].split(".")][:_RELEASE_WIDTH]
@@ -79,9 +86,29 @@ def rule_for(rules: Sequence[_R], version: str | None) -> _R | None:
     if version is None:
         return rules[-1]
     require_key(version)
-    key = release(version)
-    applicable = [r for r in rules if release(r.since) <= key]
-    return applicable[-1] if applicable else None
+    index = _holding(tuple(r.since for r in rules), _release_text(version))
+    return None if index is None else rules[index]
+
+
+def _release_text(version: Any) -> str:
+    return ".".join(map(str, release(version) or ()))
+
+
+@lru_cache(maxsize=1024)
+def _holding(sinces: tuple[str, ...], at: str) -> int | None:
+    """Which of the rules starting at ``sinces`` holds on release ``at``: the newest whose span, said as conditions
+    of the playbooks' one language (doctor/playbook/conditions.py) over release numbers alone, is not false — a
+    pre/post tag moves no boundary, on either side. Remembered: a plan sizes many layouts on one release."""
+    from doctor.facts import Facts
+    from doctor.playbook.conditions import newest_holding, release_spans
+
+    facts = Facts()
+    facts.set(RELEASE_FACT, at, "the engine release a rule is picked for")
+    return newest_holding(release_spans(RELEASE_FACT, [_release_text(since) for since in sinces]), facts)
+
+
+#: the fact the release conditions of :func:`rule_for` test (the same name the playbooks test a release by)
+RELEASE_FACT = "launch.version"
 
 
 def version_at_least(version: Any, since: Any) -> bool:

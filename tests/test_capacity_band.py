@@ -36,6 +36,11 @@ def test_unified_memory_runs_band_only_unified_memory_parts() -> None:
     assert sglang_dense.error < max(abs(r["error"]) for r in unified if r["engine"] == "sglang")
     gb10 = band_for(stratum_of("vllm", 121, False, "gqa", None))
     assert "unified" in gb10.matched and gb10.runs == len([r for r in unified if r["engine"] == "vllm"])
+    # a limit of prediction, not of the model: the band says why it is wide, on either engine, and a discrete
+    # GPU's band says nothing of it
+    for band in (gb10, band_for(stratum_of("sglang", 121, False, "gqa", None))):
+        assert "what the OS and other processes leave" in band.text() and band.to_dict()["limit"]
+    assert "OS" not in sglang_dense.text() and "limit" not in sglang_dense.to_dict()
 
 
 def test_a_margin_inside_the_band_is_borderline_and_names_the_settling_line() -> None:

@@ -35,7 +35,54 @@ def test_check_snapshot_lint_take_their_groups() -> None:
     # the issue counted 32 parameters on check(); the groups (live, active, given, workload) hold the rest
     assert {"live", "active", "given", "workload"} <= set(_params(check)) and len(_params(check)) <= 14
     assert {"live", "active", "given", "workload"} <= set(_params(snapshot))
-    assert "workload" in _params(lint)
+    assert {"given", "workload"} <= set(_params(lint)) and len(_params(lint)) <= 13
+
+
+def test_inspect_serve_rules_take_their_groups() -> None:
+    from doctor.cli.inspect_cmd import inspect
+    from doctor.cli.rules_cmd import rules
+    from doctor.cli.serve_cmd import serve
+
+    assert _params(inspect) == ["config", "fmt", "sizing", "offline"]
+    assert _params(serve) == ["flags", "listen", "token_env"]
+    assert _params(rules) == ["output", "playbook_dirs", "alerts", "fmt", "resource", "verbose", "recording"]
+
+
+def _commands() -> dict[str, click.Command]:
+    from doctor.cli.group import cli
+
+    ctx = click.Context(cli)
+    out = {}
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            out.update({f"{name} {sub}": command.get_command(ctx, sub) for sub in command.list_commands(ctx)})
+        else:
+            out[name] = command
+    return out
+
+
+def test_no_command_takes_its_flags_one_by_one() -> None:
+    """Every command with more than a handful of flags takes option groups: at most 14 arguments each (check, the
+    largest, had 32; each group is one), and none where its flags outnumber its arguments by less than a group."""
+    commands = _commands()
+    assert len(commands) >= 14
+    wide = {name: len(_params(c)) for name, c in commands.items() if len(_params(c)) > 14}
+    assert wide == {}
+    flat = sorted(name for name, c in commands.items() if len(c.params) > 8 and len(_params(c)) == len(c.params))
+    assert flat == [], f"commands taking every flag as its own argument: {flat}"
+
+
+def test_serve_flags_build_the_options_the_dispatcher_gets(tmp_path) -> None:
+    from doctor.cli.serve_cmd import ServeFlags
+
+    flags = ServeFlags(targets_file=None, check_unlisted=False, out_dir=str(tmp_path / "out"), notify_url=None,
+                       notify_url_env=None, timeout_s=3.0, concurrency=2, max_queue=10, dedup_window="1m",
+                       playbook_dirs=())
+    options = flags.options(flags.notify())
+    assert (options.out_dir, options.dedup_s, options.timeout_s, options.concurrency) == (tmp_path / "out", 60.0,
+                                                                                           3.0, 2)
+    assert (tmp_path / "out").is_dir()
 
 
 def test_plan_flags_build_the_request_the_planner_gets() -> None:

@@ -125,6 +125,42 @@ def test_every_release_read_is_in_the_tables() -> None:
         assert all(wheels[v].startswith(f"{engine}-{v}-") for v in listed)
 
 
+def test_the_layers_below_are_read_from_their_pinned_wheels() -> None:
+    """tools/errors_lower.txt pins each lower layer read from a wheel (transformers, triton, FlashInfer,
+    FlashAttention 4); the table holds exactly those releases, each with its wheel and sha256, then the curated
+    messages no wheel holds (torch's allocator, the CUDA runtime, NCCL, pydantic-core: tools/errors_curated.yaml)."""
+    from tools.gen_errors import lower_pins
+
+    catalog = cat.load("lower")
+    pins = lower_pins()
+    assert catalog.releases == [f"{dist}-{version}" for dist, version, _p in pins] + ["curated"]
+    for (dist, version, _p), header in zip(pins, catalog.header["releases"], strict=False):
+        assert header["wheel"].lower().startswith(f"{dist.replace('-', '_')}-{version}-")
+        assert len(header["sha256"]) == 64
+    assert {"transformers", "triton", "flashinfer-python", "flash-attn-4"} <= {d for d, _v, _p in pins}
+
+
+@pytest.mark.parametrize("line,cause,where", [
+    # FlashInfer's JIT refuses a GPU below sm75 (the Volta V100's 7.0), FlashAttention 4 a Pascal card's 6.1
+    ("RuntimeError: FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS={'7.0'}.",
+     "gpu-arch-unsupported", "flashinfer/jit/core.py:139"),
+    # (both engines ship a copy of FlashAttention 4: their own catalog's site of it is the one named)
+    ("ValueError: Unsupported compute capability: 6.1. Supported: 8.x, 9.x, 10.x, 11.x, 12.x",
+     "gpu-arch-unsupported", "cute/interface.py:"),
+    # FlashInfer JIT-compiles at start-up: without the CUDA toolkit's nvcc it cannot
+    ("RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
+     "engine-dependency-missing", "flashinfer/jit/cpp_ext.py:"),
+])
+def test_an_attention_kernels_refusal_is_matched_to_its_wheel(line: str, cause: str, where: str) -> None:
+    """The attention kernels' own refusals, rendered from their templates of the pinned wheels: matched under
+    either engine to the package's file:line and mapped (an architecture below the kernels' minimum, a toolchain
+    the JIT needs)."""
+    for engine in ("vllm", "sglang"):
+        match = cat.match_line(line, engine, None)
+        assert match is not None and match.catalog in ("lower", engine), (engine, match)
+        assert match.cause == cause and where in match.where, (match.cause, match.where)
+
+
 def test_a_table_is_rebuilt_from_itself_byte_for_byte() -> None:
     """``gen_errors.py --all --reuse-table`` takes the releases a table holds back out of it: lossless, so
     adding a release (older or newer) reads only that release's wheel."""
@@ -167,6 +203,41 @@ def test_the_kv_refusal_gives_the_length_that_fits_on_every_wording() -> None:
     assert facts["log.kv_refusal.needed_gib"] == 10.0 and facts["log.kv_refusal.available_gib"] == 3.85
     assert facts["log.kv_refusal.fits_max_model_len"] == 63040  # the engine's own estimate wins
     assert facts["log.catalog.matches"][0]["where"].startswith("vllm/v1/core/kv_cache_planning.py:")
+
+
+@pytest.mark.parametrize("case,wording,values", [
+    # vLLM 0.2.7's wording (vllm-project/vllm#2418): the KV cache's tokens are the length that fits
+    ("i001-vllm-2418", "vllm-9254bdd0f4", {"max_model_len": 4096, "kv_tokens": 3664, "fits_max_model_len": 3664}),
+    # vLLM 0.8.2's GiB wording as pasted into vllm-project/vllm#15617 (its backticks lost to GitHub's markdown):
+    # the length that fits is the length scaled by available / needed
+    ("i456-vllm-15617", "vllm-376e990f03", {"max_model_len": 116160, "needed_gib": 4.43, "available_gib": 3.48,
+                                            "fits_max_model_len": 91249}),
+    # the newest wording (vLLM 0.29.1rc1, eugr/spark-vllm-docker#396) as its reporter quoted it: re-wrapped over
+    # three lines, a bracket dropped, cut before "Try increasing": no template matches a line whole, the quote
+    # reading (doctor/logs/catalog.py match_quote) still gives the numbers and the engine's own estimate
+    ("i340-spark-vllm-docker-396", None, {"max_model_len": 196608, "needed_gib": 23.25, "available_gib": 22.5,
+                                          "fits_max_model_len": 190272}),
+])
+def test_a_real_kv_refusal_gives_the_length_that_fits_and_the_memory(tmp_path, case: str, wording: str | None,
+                                                                     values: dict) -> None:
+    """Issue 22 point 3 on real log lines of the incident benchmark (bench/incidents/, each with its thread): the
+    refusal's holes become facts, and check's fix quotes the length that fits and the memory the engine printed."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "bench" / "incidents" / f"{case}.yaml").read_text(encoding="utf-8"))
+    log = tmp_path / "server.log"
+    log.write_text(doc["evidence"]["log"], encoding="utf-8")
+    facts = _facts(log)
+    if wording is not None:
+        assert any(m["template"] == wording for m in facts["log.catalog.matches"]), facts["log.catalog.matches"]
+    for key, value in values.items():
+        assert facts[f"log.kv_refusal.{key}"] == value, (key, facts.get(f"log.kv_refusal.{key}"))
+    result = subprocess.run([sys.executable, "-m", "doctor", "check", "--log", str(log), "--format", "json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    finding = next(f for f in json.loads(result.stdout)["findings"] if f["id"] == "kv-cache-too-small-for-max-len")
+    assert f"at most {values['fits_max_model_len']} fits" in finding["fix"], finding["fix"]
+    if "needed_gib" in values:
+        assert f"{values['needed_gib']} GiB of KV cache needed" in finding["fix"], finding["fix"]
 
 
 def test_public_logs_name_their_template_and_its_file() -> None:
@@ -248,22 +319,32 @@ def test_every_template_a_cause_names_exists() -> None:
 
 
 # ------------------------------------------------------------------------------------------- lazy loading
-_PROBE = ("import sys\nfrom doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
+# every file the process opens is seen by an audit hook: an error catalog (doctor/engines/errors/*.json.gz) or its
+# datacache copy (errors-<name>-… in the cache directory) opened is an error catalog read
+_PROBE = ("import sys\nopened = []\n"
+          "sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == 'open' and args else None)\n"
+          "from doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
           "try:\n    main()\nexcept SystemExit:\n    pass\n"
+          "read = [p for p in opened if '/engines/errors/' in p or '/errors-' in p]\n"
+          "print('READ ' + repr(read), file=sys.stderr)\n"
           "print('LOADED' if 'doctor.logs.catalog' in sys.modules else 'LEAN', file=sys.stderr)\n")
 
 
-def _loads_catalog(*args: str) -> bool:
+def _loads_catalog(*args: str) -> tuple[bool, bool]:
+    """(whether the error catalog's module was imported, whether a catalog file or its cached copy was opened)."""
     result = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=ROOT,
                             timeout=120)
     assert json.loads(result.stdout)["schema"].startswith("llmdoctor.check/"), result.stderr[-2000:]
-    return result.stderr.strip().endswith("LOADED")
+    read = next(line for line in result.stderr.splitlines() if line.startswith("READ "))
+    return result.stderr.strip().endswith("LOADED"), read != "READ []"
 
 
 def test_check_without_a_log_loads_no_catalog() -> None:
+    """Issue 22's bench: `check` without a log neither imports the matcher nor opens a catalog (start-up
+    unchanged); with a log it does both."""
     command = ["check", "--command", "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "--format", "json"]
-    assert not _loads_catalog(*command)
-    assert _loads_catalog(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log"))
+    assert _loads_catalog(*command) == (False, False)
+    assert _loads_catalog(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log")) == (True, True)
 
 
 def test_the_doc_is_generated_from_the_tables() -> None:

@@ -49,7 +49,7 @@ def test_severity_follows_what_the_engine_does() -> None:
 
 
 def test_the_docs_show_it() -> None:
-    from doctor.playbook.docs import causes_markdown
+    from doctor.render.docs import causes_markdown
 
     text = causes_markdown(load_playbooks())
     assert "**What the engine does.** refuses to start — vLLM: vllm/entrypoints/launchers/cli_args.py:522-524" in text

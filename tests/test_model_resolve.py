@@ -277,6 +277,21 @@ def test_glm_5_1_nvfp4_with_the_base_config_is_sized_as_nvfp4_and_fits() -> None
     assert "(from the model name nvidia/GLM-5.1-NVFP4)" in by_name.stdout
 
 
+def test_quantization_modelopt_leaves_the_format_to_the_checkpoint() -> None:
+    """vLLM's `--quantization modelopt` names the ModelOpt family: an NVFP4 checkpoint's quant_algo turns it into
+    modelopt_fp4 (vllm 0.33.0 config/model.py:1383-1450, quantization/modelopt.py:776-782), so the served name's
+    NVFP4 wins over the flag; with a name that says nothing, the flag still means ModelOpt FP8."""
+    from doctor.model.weights import served_format
+
+    assert served_format(config_method=None, served_name="nvidia/GLM-5.1-NVFP4", launch_quantization="modelopt",
+                         hf_quant=None) == ("nvfp4", "from the model name nvidia/GLM-5.1-NVFP4")
+    assert served_format(config_method=None, served_name="zai-org/GLM-5.1", launch_quantization="modelopt",
+                         hf_quant=None) == ("fp8", "--quantization modelopt")
+    # a flag that names the format still goes before the name
+    assert served_format(config_method=None, served_name="org/model-FP8", launch_quantization="modelopt_fp4",
+                         hf_quant=None) == ("nvfp4", "--quantization modelopt_fp4")
+
+
 def test_a_mismatched_config_that_still_does_not_fit_is_a_warning() -> None:
     config = str(shared_config("zai-org__GLM-5.1.json"))
     result = run_cli("lint", "--config", config, "--gpu", "RTX PRO 6000:2", "--format", "json", "--fail-on",

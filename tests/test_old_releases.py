@@ -153,6 +153,28 @@ def test_a_quantized_checkpoint_without_the_flag_on_vllm_0_2_1() -> None:
     assert "quantization-not-detected" not in {f["id"] for f in new["findings"]}
 
 
+@requires_shared
+@pytest.mark.parametrize("version,flags,layout,per_token,cited", [
+    # SGLang cached every head of DeepSeek-V2-Lite (padded to 256) until MLA became the default in 0.3.1.post2
+    ("0.2.6", "", "per_head", 442368, "sglang/srt/models/deepseek_v2.py:247-253"),
+    ("0.3.0", "", "per_head", 442368, "sglang/srt/models/deepseek_v2.py:263-269"),
+    ("0.3.1.post2", "", "latent", 31104, "sglang/srt/models/deepseek_v2.py:510"),
+    # ... unless the launch flag of the release switched it (--enable-mla 0.2.10-0.3.1.post1, --disable-mla after)
+    ("0.3.0", " --enable-mla", "latent", 31104, "model_executor/model_runner.py:259-262"),
+    ("0.4.0", " --disable-mla", "per_head", 442368, "deepseek_v2.py:272-278"),
+])
+def test_sglang_stored_mla_per_head_before_it_was_the_default(version: str, flags: str, layout: str, per_token: int,
+                                                              cited: str) -> None:
+    """Release rule mla_kv (doctor/model/engine_memory.yaml) for SGLang, through `check`: the layout, the bytes per
+    token it gives the fit, and the wheel's file:line it cites."""
+    config = str(shared_config("deepseek-ai__DeepSeek-V2-Lite.json"))
+    result = run_cli("check", "--format", "json", "--config", config, "--gpu", "H100", "--engine-version", version,
+                     "--command", "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2-Lite" + flags)
+    facts = json.loads(result.stdout)["facts"]
+    assert facts["model.kv_layout"]["value"] == layout and cited in facts["model.kv_layout"]["source"]
+    assert facts["model.kv_bytes_per_token"]["value"] == per_token
+
+
 # ------------------------------------------------------------------------------- the error catalogs (point 1)
 def test_a_vllm_027_warning_is_read_as_its_own_release_printed_it() -> None:
     """vllm-project/vllm#2518 (vLLM 0.2.7, bench/incidents/i201-vllm-2518.yaml): the real line is matched to the

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import ROOT, run_cli
 
-from doctor.playbook.docs import causes_markdown
 from doctor.playbook.loader import load_playbooks
+from doctor.render.docs import causes_markdown
 
 
 def test_committed_causes_doc_is_current() -> None:

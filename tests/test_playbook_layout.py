@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, run_cli
 
 from doctor.playbook.loader import load_playbooks
@@ -105,8 +106,60 @@ def test_fact_names_in_cause_files_are_checked_too(tmp_path: Path) -> None:
     assert f"{path}:13: fact 'lgo.started'" in result.stderr
 
 
+#: Each place a user's directory names a fact, with a typo in it: (file, its text, the typo'd line, the name, the
+#: registered name the did-you-mean must offer). The alert rules `llmdoctor rules --playbooks DIR` exports are the
+#: trees' conditions (the first case); the facts they record are promql.yaml's, checked with --data below.
+_TYPOS = {
+    "tree condition": ("kv-high.yaml", "symptom: kv-high\ntitle: t\ntree:\n"
+                       "  - when: {fact: metrics.kv_usgae, op: gt, value: 0.9}\n    cause: kv-cache-exhausted\n",
+                       4, "metrics.kv_usgae", "metrics.kv_usage"),
+    "template": ("causes/kv-mine.yaml", "id: kv-mine\ntitle: t\nseverity: info\n"
+                 "what: 'at {metrics.kv_usgae}'\nwhy: y\nfix: {any: f}\nref: ours\n",
+                 4, "metrics.kv_usgae", "metrics.kv_usage"),
+    "evidence list": ("causes/kv-mine.yaml", "id: kv-mine\ntitle: t\nseverity: info\nwhat: w\nwhy: y\n"
+                      "fix: {any: f}\nref: ours\nevidence:\n  - metrics.kv_usgae\n",
+                      9, "metrics.kv_usgae", "metrics.kv_usage"),
+    "log-signature capture": ("causes/kv-mine.yaml", "id: kv-mine\ntitle: t\nseverity: info\n"
+                              "what: 'the log: {log.seen.kv_mien}'\nwhy: y\nfix: {any: f}\nref: ours\n"
+                              "log_signatures:\n  - {pattern: 'KV mine', seen: our runbook}\n",
+                              4, "log.seen.kv_mien", "log.seen.kv_mine"),
+}
+
+
+@pytest.mark.parametrize("place", sorted(_TYPOS))
+def test_a_typo_in_a_fact_name_fails_validation_wherever_it_is_named(tmp_path: Path, place: str) -> None:
+    """Issue 20's list: conditions, templates, evidence lists, alert rules, log-signature captures. Each typo in a
+    user's --playbooks DIR is exit 2 with the file, the line and a did-you-mean, before anything runs."""
+    name, text, line, typo, meant = _TYPOS[place]
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    result = run_cli("playbook", "validate", str(tmp_path))
+    assert result.returncode == 2, result.stdout
+    assert f"{path}:{line}: fact '{typo}' " in result.stderr and f"did you mean '{meant}'" in result.stderr, \
+        result.stderr
+    alerts = run_cli("rules", "--playbooks", str(tmp_path))  # the alert rules are not written from it either
+    assert alerts.returncode == 2 and f"{path}:{line}: fact '{typo}'" in alerts.stderr
+
+
+def test_a_typo_in_an_alert_rules_fact_table_fails_validation(tmp_path: Path) -> None:
+    """The facts the alert rules record (doctor/report/promql.yaml's series, keyed by fact) are registry names too:
+    a copy with one misspelt fails `playbook validate --data` at the key's line with a did-you-mean."""
+    original = (ROOT / "doctor" / "report" / "promql.yaml").read_text()
+    assert "\n  metrics.kv_usage:\n" in original
+    path = tmp_path / "promql.yaml"
+    path.write_text(original.replace("\n  metrics.kv_usage:\n", "\n  metrics.kv_usgae:\n"))
+    line = path.read_text().splitlines().index("  metrics.kv_usgae:") + 1
+    result = run_cli("playbook", "validate", "--data", str(path))
+    assert result.returncode == 2
+    assert (f"{path}:{line}: series.metrics.kv_usgae: fact 'metrics.kv_usgae' is not in the fact registry "
+            "(did you mean 'metrics.kv_usage'") in result.stderr
+    path.write_text(original)  # the copy as shipped is valid
+    assert run_cli("playbook", "validate", "--data", str(path)).returncode == 0
+
+
 def test_the_facts_doc_is_generated_from_the_registry() -> None:
-    from doctor.playbook.factdocs import facts_markdown
+    from doctor.render.docs import facts_markdown
 
     committed = (ROOT / "docs" / "facts.md").read_text()
     assert committed == facts_markdown(load_playbooks()), (
@@ -293,3 +346,29 @@ def test_every_producer_is_a_module_of_the_package() -> None:
                       if not (ROOT / "doctor" / spec.producer.replace(".", "/")).with_suffix(".py").is_file()
                       and not (ROOT / "doctor" / spec.producer.replace(".", "/")).is_dir()})
     assert missing == []
+
+
+def test_no_tree_writes_a_log_signature_node_by_hand() -> None:
+    """The nodes that name a cause from its log signatures come from the cause files (lognodes.py): no tree file
+    holds a node whose cause is named by ``log.causes contains <that cause>`` (the node the generator makes), and
+    every cause with signatures gets its generated node."""
+    import yaml
+
+    def nodes(tree):
+        for node in tree:
+            yield node
+            yield from nodes(node.get("then", []))
+
+    def names_itself(node) -> bool:
+        tests = [node.get("when", {})] + list(node.get("when", {}).get("all", []))
+        return any(t == {"fact": "log.causes", "op": "contains", "value": node["cause"]} for t in tests)
+
+    by_hand = sorted(f"{path.name}: {node['cause']}" for path in sorted((ROOT / "playbooks").glob("*.yaml"))
+                     if "tree" in (data := yaml.safe_load(path.read_text()) or {})
+                     for node in nodes(data["tree"]) if "cause" in node and names_itself(node))
+    assert by_hand == []
+    pbset = load_playbooks()
+    placed = {node["cause"] for playbook in pbset.playbooks.values() for node in nodes(playbook.tree)
+              if "cause" in node and names_itself(node)}
+    signed = {c.id for c in pbset.causes.values() if c.log_signatures}
+    assert len(signed) > 50 and signed - placed == set()

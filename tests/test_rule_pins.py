@@ -155,6 +155,8 @@ def test_server_fields_keep_their_answers() -> None:
     ("ep_size", 8, "launch.expert_parallel", True),
     ("dtype", "auto", "launch.dtype", None),
     ("speculative_algorithm", None, "launch.speculative", False),
+    ("speculative_algorithm", False, "launch.speculative", False),  # `set` is "known, neither null nor false"
+    ("speculative_algorithm", "EAGLE", "launch.speculative", True),
 ])
 def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: str, expected: Any) -> None:
     """A real SGLang answer with one field changed: a test on a value of another type answers nothing."""
@@ -166,3 +168,84 @@ def test_server_field_tests_read_only_their_type(field: str, value: Any, fact: s
     facts = Facts()
     _mapped_facts(facts, body, "sglang")
     assert facts.fact(fact) is not None and facts.get(fact) == expected
+
+
+
+def test_every_kind_of_rule_is_decided_by_the_one_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20 point 3: the release rules (engine_memory.yaml, release_rules.yaml, kernels.yaml), a parser's
+    since/earlier names, the family table, the flag semantics, the engines' value ranges (refusals.yaml), the
+    server_info fields and the generated catalogs' history runs (a deprecated parser) all answer through
+    doctor/playbook/conditions.py ``evaluate``: with it made to answer "unknown" to every test, each of them
+    changes its answer (a matcher of its own would not notice)."""
+    from doctor import versions
+    from doctor.engines import families, launch_facts
+    from doctor.engines.command import parse_command
+    from doctor.engines.refusals import refused_values
+    from doctor.engines.release_rules import rule as release_rule
+    from doctor.engines.upgrade import deprecated_parser
+    from doctor.facts import Facts
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.gating import kernel_support
+    from doctor.model.memory import rule as memory_rule
+    from doctor.playbook import conditions
+    from doctor.probes.server import _mapped_facts
+
+    body = json.loads((ROOT / "fixtures/scenarios/sglang_server_info.json").read_text())
+    config = json.loads((ROOT / "fixtures/configs/zai-org__GLM-4.5-Air.json").read_text())
+    glm = families.match_family(architectures=config["architectures"], model_type=config["model_type"],
+                                name="zai-org/GLM-4.5-Air")
+    assert glm is not None
+
+    def answers() -> dict[str, Any]:
+        families._match.cache_clear()
+        versions._holding.cache_clear()
+        served = Facts()
+        _mapped_facts(served, body, "sglang")
+        launched = Facts()
+        launched.set("launch.engine", "vllm", "argv")
+        launched.set("launch.flags.gpu_memory_utilization", 0.9, "argv --gpu-memory-utilization 0.9")
+        refused_values(launched)
+        family = families.match_family(architectures=config["architectures"], model_type=config["model_type"],
+                                       name="zai-org/GLM-4.5-Air")
+        return {"engine_memory.yaml": memory_rule("profile", "vllm", "0.4.0"),
+                "release_rules.yaml": release_rule("quantization_from_checkpoint", "vllm", "0.2.0"),
+                "kernels.yaml": kernel_support(lookup_gpu("H100"), "sglang", "0.2.0"),
+                "parser earlier": glm.tool_spec("vllm").at("0.10.0"),
+                "families.yaml": family and family.id,
+                "server_fields.yaml": served.get("launch.prefix_caching"),
+                "semantics.yaml": launch_facts.launch_facts(command).to_dict(),
+                "refusals.yaml": launched.get("launch.refused_values"),
+                "catalog history run": deprecated_parser("sglang", "tool_parsers", "glm45", "0.5.10")}
+
+    command = parse_command("vllm serve zai-org/GLM-4.5-Air -tp 4 -dp 2 --enable-expert-parallel",
+                            engine_version="0.10.1")
+    before = answers()
+    assert launch_facts.evaluate is conditions.evaluate  # the semantics' module holds the one evaluator itself
+    unknown = lambda cond, facts: conditions.Outcome(None)  # noqa: E731 - the stand-in evaluator
+    monkeypatch.setattr(conditions, "evaluate", unknown)
+    monkeypatch.setattr(launch_facts, "evaluate", unknown)
+    after = answers()
+    same = sorted(k for k in before if before[k] == after[k])
+    assert same == [], {k: before[k] for k in same}
+
+
+@pytest.mark.parametrize(("value", "is_set"), [(None, False), (False, False), (0, True), ("", True), ("EAGLE", True)])
+def test_set_means_one_thing_in_every_data_file(value: Any, is_set: bool) -> None:
+    """Issue 20: ``set`` meant "not None and not False" in the trees and "not None" in server_fields.yaml. Now a
+    tree condition, a flag-semantics case (semantics.yaml: launch.speculative from --speculative-config) and a
+    server_info field (server_fields.yaml's ``as: {op: set}``) answer alike for the same value."""
+    from doctor.engines.semantics import load_semantics
+    from doctor.facts import Facts
+    from doctor.playbook.conditions import evaluate
+    from doctor.probes.server import _mapped_facts
+
+    facts = Facts()
+    facts.set("launch.flags.speculative_config", value, "argv")
+    [case, *_] = load_semantics()["facts"]["launch.speculative"]["vllm"]
+    assert case["when"] == {"fact": "launch.flags.speculative_config", "op": "set"}
+    assert (evaluate(case["when"], facts).value is True) is is_set
+    body = json.loads((ROOT / "fixtures/scenarios/sglang_server_info.json").read_text())
+    body["speculative_algorithm"] = value
+    served = Facts()
+    _mapped_facts(served, body, "sglang")
+    assert served.get("launch.speculative") is is_set

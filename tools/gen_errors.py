@@ -40,13 +40,14 @@ PACKAGES = {"vllm": "vllm", "sglang": "sglang"}
 
 
 def lower_pins() -> list[tuple[str, str, str]]:
-    """(distribution, version, import package) of each lower-layer wheel read, from tools/errors_lower.txt."""
+    """(distribution, version, import package and the sub-packages left out) of each lower-layer wheel read, from
+    tools/errors_lower.txt."""
     out = []
     for line in LOWER_FILE.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
-            dist, version, package = line.split()
-            out.append((dist, version, package))
+            dist, version, *package = line.split()
+            out.append((dist, version, " ".join(package)))
     return out
 
 

@@ -8,14 +8,18 @@ KV/token, state/sequence, what one user at the chosen context costs), followed b
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from doctor.cli.common import emit, format_option
-from doctor.cli.options import offline_option
+from doctor.cli.options import offline_option, option_group
 from doctor.errors import EXIT_OK, EXIT_USAGE
 from doctor.model.kvcache import ENGINES
 from doctor.model.units import parse_bytes, parse_tokens
+
+if TYPE_CHECKING:
+    from doctor.commands.inspect import Sizing
 
 _KV_CHOICES = ("auto", "bf16", "fp16", "fp8", "fp4")
 
@@ -35,20 +39,31 @@ or its architecture is not known (the card is still printed, best-effort, with m
 """
 
 
+def _sizing(kv_dtype: str, engine: str | None, context: str, gpu_mem: str | None) -> Sizing:
+    from doctor.commands.inspect import Sizing  # lazy: --help and the fast path never build one
+
+    return Sizing(kv_dtype, engine, parse_tokens(context), parse_bytes(gpu_mem) if gpu_mem else None)
+
+
+#: --kv-dtype, --engine, --context, --gpu-mem: what the card is sized for (a ``Sizing``, build_report's keywords)
+sizing_options = option_group("sizing", _sizing, [
+    click.option("--kv-dtype", type=click.Choice(_KV_CHOICES), default="auto", show_default=True,
+                 help="KV cache dtype to size for (auto: the checkpoint's dtype, as the engines default)."),
+    click.option("--engine", type=click.Choice(ENGINES), default=None,
+                 help="Size the cache with this engine's layout where vLLM and SGLang differ (default: vLLM)."),
+    click.option("--context", default="32k", show_default=True,
+                 help="Tokens per request for the per-user line (32768, 32k, 1M)."),
+    click.option("--gpu-mem", default=None,
+                 help="One GPU's memory for a quick capacity line (80G = 80e9, 80GiB, 141GB)."),
+])
+
+
 @click.command("inspect", epilog=EPILOG)
 @click.argument("config", metavar="CONFIG")
 @format_option("text", "json")
-@click.option("--kv-dtype", type=click.Choice(_KV_CHOICES), default="auto", show_default=True,
-              help="KV cache dtype to size for (auto: the checkpoint's dtype, as the engines default).")
-@click.option("--engine", type=click.Choice(ENGINES), default=None,
-              help="Size the cache with this engine's layout where vLLM and SGLang differ (default: vLLM).")
-@click.option("--context", default="32k", show_default=True,
-              help="Tokens per request for the per-user line (32768, 32k, 1M).")
-@click.option("--gpu-mem", default=None,
-              help="One GPU's memory for a quick capacity line (80G = 80e9, 80GiB, 141GB).")
+@sizing_options
 @offline_option
-def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: str, gpu_mem: str | None,
-            offline: bool) -> int:
+def inspect(config: str, fmt: str, sizing: Sizing, offline: bool) -> int:
     """Show the architecture card of CONFIG and the config fields behind every answer.
 
     CONFIG is a config.json, a model directory, a Hugging Face repo id — from the local cache (HF_HUB_CACHE /
@@ -60,11 +75,9 @@ def inspect(config: str, fmt: str, kv_dtype: str, engine: str | None, context: s
     from doctor.model.resolve import model_card
     from doctor.render.inspect import render_text
 
-    tokens = parse_tokens(context)
-    gpu = parse_bytes(gpu_mem) if gpu_mem else None
     sized = model_card(config, offline=offline)
     card = sized.card
-    report = build_report(card, kv_dtype=kv_dtype, engine=engine, context=tokens, gpu_mem=gpu)
+    report = build_report(card, **sizing.keywords())
     report["resolution"] = {"origin": sized.resolved.origin, "where": sized.resolved.where,
                             "weights_note": sized.resolved.weights_note or None,
                             "chat_template": sized.resolved.chat_template}

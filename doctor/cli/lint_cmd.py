@@ -9,11 +9,18 @@ import click
 
 from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
 from doctor.cli.manifest_opt import manifest_inputs_text, manifest_option
-from doctor.cli.options import offline_option, playbooks_option, symptom_option, workload_options
+from doctor.cli.options import (
+    beside,
+    offline_option,
+    option_group,
+    playbooks_option,
+    symptom_option,
+    workload_options,
+)
 from doctor.errors import InputError
 
 if TYPE_CHECKING:
-    from doctor.sources.offline import Workload
+    from doctor.sources.offline import OfflineInputs, Workload
 
 EPILOG = """\b
 Examples:
@@ -41,6 +48,48 @@ what to pass.
 """
 
 
+class LintFlags:
+    """--file, --engine-version, --config, --gpu, --gpu-mem, --offline: what `lint` reads besides the command
+    (:meth:`inputs` makes the pipeline's ``OfflineInputs`` of them, with the command read and the workload)."""
+
+    __slots__ = ("command_file", "engine_version", "config", "gpu", "gpu_mem", "offline")
+
+    def __init__(self, command_file: str | None, engine_version: str | None, config: str | None, gpu: str | None,
+                 gpu_mem: str | None, offline: bool) -> None:
+        self.command_file, self.engine_version, self.config = command_file, engine_version, config
+        self.gpu, self.gpu_mem, self.offline = gpu, gpu_mem, offline
+
+    def inputs(self, command: str | list[str], workload: Workload) -> OfflineInputs:
+        from doctor.sources.offline import OfflineInputs
+
+        return OfflineInputs(command=command, engine_version=self.engine_version, config=self.config, gpu=self.gpu,
+                             gpu_mem=self.gpu_mem, workload=workload, offline=self.offline)
+
+
+#: --file … --offline: a ``LintFlags``; --target-version and --manifest sit among them in --help but reach the
+#: command as their own arguments (the upgrade question, and where the command and --gpu come from)
+lint_options = option_group("given", LintFlags, [
+    click.option("--file", "command_file", type=click.Path(dir_okay=False, allow_dash=True),
+                 help="Read the command from FILE ('-' for stdin): a shell line, a script, a docker run, or a "
+                      "Kubernetes args:/command: list."),
+    click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag; "
+                                                      "else unknown: flags spelled as the newest release, findings "
+                                                      "that depend on the version say which releases they hold for)."),
+    beside(click.option("--target-version", metavar="V",
+                        help="Will it still start, and behave the same, on release V? Flags and values V refuses, "
+                             "parsers V lacks or deprecates, defaults the command relies on that V changes (from "
+                             "the release catalogs; the findings of the upgrade tree).")),
+    click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
+                                                       "example:NAME (default: the command's model: a local path, the HF "
+                                                       "cache, then the Hub)."),
+    click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'."),
+    click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
+                                                   "RTX 4090) and sizes a GPU the catalog lacks."),
+    beside(manifest_option),
+    offline_option,
+])
+
+
 @click.command("lint", epilog=EPILOG)
 @click.argument("command", nargs=-1)
 @click.option("--files", "as_files", is_flag=True,
@@ -53,34 +102,16 @@ what to pass.
               help="With --fix: write the corrected command or patched manifest to FILE (written whole, or "
                    "not at all) and report on stdout. Secrets are masked there too: a literal secret in a "
                    "command is a finding of its own (move it to the environment or a Secret).")
-@click.option("--file", "command_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Read the command from FILE ('-' for stdin): a shell line, a script, a docker run, or a "
-                   "Kubernetes args:/command: list.")
-@click.option("--engine-version", metavar="V", help="Engine version the command runs on (default: the image tag; "
-                                                   "else unknown: flags spelled as the newest release, findings "
-                                                   "that depend on the version say which releases they hold for).")
-@click.option("--target-version", metavar="V",
-              help="Will it still start, and behave the same, on release V? Flags and values V refuses, parsers V "
-                   "lacks or deprecates, defaults the command relies on that V changes (from the release "
-                   "catalogs; the findings of the upgrade tree).")
-@click.option("--config", metavar="PATH|REPO", help="The model's config.json, model directory, HF-cache repo id or "
-                                                    "example:NAME (default: the command's model: a local path, the HF cache, "
-                                                    "then the Hub).")
-@click.option("--gpu", metavar="NAME[:COUNT]", help="GPUs it runs on, e.g. H200:8, '8x B300', 'RTX 4090'.")
-@click.option("--gpu-mem", metavar="SIZE", help="Memory of each GPU (48G, 80GB): overrides the catalog's (a 48 GB "
-                                                "RTX 4090) and sizes a GPU the catalog lacks.")
-@manifest_option
-@offline_option
+@lint_options
 @workload_options
 @symptom_option
 @playbooks_option
 @format_option("text", "json", "markdown", "sarif", "junit")
 @fail_on_option
 @click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
-def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, command_file: str | None,
-         engine_version: str | None, target_version: str | None, config: str | None,
-         gpu: str | None, gpu_mem: str | None, manifest: str | None, offline: bool, workload: Workload,
-         symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
+def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, given: LintFlags,
+         target_version: str | None, manifest: str | None, workload: Workload, symptoms: tuple[str, ...],
+         playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
     """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
     the engine — for the engine version it runs on and, with --config/--gpu, for this model and GPU.
 
@@ -89,22 +120,20 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
     if as_files:
-        if fix or output or manifest or command_file:
+        if fix or output or manifest or given.command_file:
             raise InputError("--files lints the files named: not with --fix, -o, --manifest or --file")
-        return _lint_files(command, engine_version, target_version, config, gpu, gpu_mem, offline, workload,
-                           symptoms, playbook_dirs, fmt, fail_on)
+        return _lint_files(command, given, target_version, workload, symptoms, playbook_dirs, fmt, fail_on)
     if output and not fix:
         raise InputError("-o/--output writes the fixed command or manifest: give it with --fix")
     from doctor.commands.lint import lint as run_lint
-    from doctor.sources.offline import OfflineInputs
 
     manifest_text = None
     if manifest:
-        text, gpu, manifest_text = manifest_inputs_text(manifest, bool(command or command_file), gpu)
+        text, given.gpu, manifest_text = manifest_inputs_text(manifest, bool(command or given.command_file),
+                                                              given.gpu)
     else:
-        text = _command_text(command, command_file)
-    inputs = OfflineInputs(command=text, engine_version=engine_version, config=config, gpu=gpu, gpu_mem=gpu_mem,
-                           workload=workload, offline=offline)
+        text = _command_text(command, given.command_file)
+    inputs = given.inputs(text, workload)
     result = run_lint(inputs, symptoms=symptoms, playbook_dirs=playbook_dirs, target_version=target_version)
     if fix:
         from doctor.cli.lint_fix import run_fix
@@ -115,7 +144,7 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     if fmt in ("sarif", "junit"):
         from doctor.commands.lint_files import FileLint, FilesResult, launch_line
 
-        where = manifest or command_file
+        where = manifest or given.command_file
         source_text = manifest_text if manifest_text is not None else (text if isinstance(text, str) else None)
         item = FileLint(where or "command", launch_line(source_text) if where and source_text else None, result)
         _emit_ci(fmt, FilesResult([item]), fail_on, located=bool(where))
@@ -126,18 +155,15 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     return exit_code(result.diagnosis.findings, fail_on)
 
 
-def _lint_files(paths: tuple[str, ...], engine_version: str | None, target_version: str | None,
-                config: str | None, gpu: str | None,
-                gpu_mem: str | None, offline: bool, workload: object, symptoms: tuple[str, ...],
-                playbook_dirs: tuple[str, ...], fmt: str, fail_on: str) -> int:
+def _lint_files(paths: tuple[str, ...], given: LintFlags, target_version: str | None, workload: Workload,
+                symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str) -> int:
     from doctor.commands.lint_files import lint_files
     from doctor.errors import EXIT_USAGE
 
     # no files is an empty report, not an error: a change that touches no manifest has nothing to lint
-    result = lint_files(paths, engine_version=engine_version, target_version=target_version, config=config,
-                        gpu=gpu, gpu_mem=gpu_mem,
-                        offline=offline, workload=workload, symptoms=symptoms,  # type: ignore[arg-type]
-                        playbook_dirs=playbook_dirs)
+    result = lint_files(paths, engine_version=given.engine_version, target_version=target_version,
+                        config=given.config, gpu=given.gpu, gpu_mem=given.gpu_mem, offline=given.offline,
+                        workload=workload, symptoms=symptoms, playbook_dirs=playbook_dirs)
     if fmt in ("sarif", "junit"):
         _emit_ci(fmt, result, fail_on, located=True)
     else:

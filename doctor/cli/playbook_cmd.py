@@ -37,7 +37,7 @@ Exit codes: 0 listed; 2 a --playbooks directory is not valid.
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_cmd(playbook_dirs: tuple[str, ...], fmt: str) -> int:
     """List the symptoms (playbooks) and the causes each can reach."""
-    from doctor.playbook.docs import symptoms_by_cause
+    from doctor.playbook.document import symptoms_by_cause
     from doctor.playbook.loader import load_playbooks
 
     pbset = load_playbooks(playbook_dirs)
@@ -162,11 +162,11 @@ def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None, facts: bool) ->
 
     pbset = load_playbooks(playbook_dirs)
     if facts:
-        from doctor.playbook.factdocs import facts_markdown
+        from doctor.render.docs import facts_markdown
 
         text = facts_markdown(pbset)
     else:
-        from doctor.playbook.docs import causes_markdown
+        from doctor.render.docs import causes_markdown
 
         text = causes_markdown(pbset)
     if output:

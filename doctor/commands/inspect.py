@@ -13,6 +13,21 @@ from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
 SCHEMA = "llmdoctor.inspect/1"
 
 
+class Sizing:
+    """What the card's KV and capacity lines are sized for, as `inspect`'s flags give them (--kv-dtype, --engine,
+    --context, --gpu-mem): :meth:`keywords` are ``build_report``'s. (A plain class: a NamedTuple is built by
+    exec'ing code, a cost on the path of the command.)"""
+
+    __slots__ = ("kv_dtype", "engine", "context", "gpu_mem")
+
+    def __init__(self, kv_dtype: str = "auto", engine: str | None = None, context: int = 32768,
+                 gpu_mem: int | None = None) -> None:
+        self.kv_dtype, self.engine, self.context, self.gpu_mem = kv_dtype, engine, context, gpu_mem
+
+    def keywords(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
 def build_report(card: ModelCard, *, kv_dtype: str = "auto", engine: str | None = None,
                  context: int = 32768, gpu_mem: int | None = None) -> dict[str, Any]:
     """The ``llmdoctor.inspect/1`` document (docs/inspect.md)."""

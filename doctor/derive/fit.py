@@ -11,7 +11,7 @@ from doctor.model.fit import fit_layout, layout_from_facts, mem_fraction
 _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_attention", "launch.flags.attn_dp_size",
           "launch.ep", "launch.expert_parallel", "launch.ep_redundant_experts", "launch.mem_fraction",
           "launch.max_model_len", "gpu.count", "gpu.memory_bytes", "engine.non_kv_bytes_per_gpu",
-          "engine.kv_pool_share",
+          "engine.kv_pool_share", "engine.state_pool_bytes", "model.replicated_weight_bytes",
           "model.kv_bytes_per_token", "model.full_attention", "model.attention", "model.kv_layout",
           "model.attention_heads", "model.kv_heads", "model.weight_bytes", "model.expert_weight_bytes",
           "model.moe.experts", "model.max_context", "model.state_bytes_per_sequence", "workload.context",
@@ -42,13 +42,15 @@ def derive_fit(facts: Facts) -> None:
     facts.set("fit.usable_bytes_per_gpu", int(result.usable_bytes_per_gpu), f"derived: gpu.memory_bytes × {fraction}")
     facts.set("fit.kv_bytes_per_gpu_per_5pct", int(memory * 0.05), "derived: 5% of gpu.memory_bytes")
     if result.weights_per_gpu_bytes is not None:
-        facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
+        facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards"
+                  + (", model.replicated_weight_bytes whole on each" if facts.get("model.replicated_weight_bytes") else ""))
         facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
         if not result.weights_fit:
             _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
         facts.set("fit.kv_budget_per_gpu_bytes", int(result.kv_budget_per_gpu_bytes or 0),
                   ("derived: usable − weights − engine.non_kv_bytes_per_gpu" if reserved else
                    "derived: usable − weights per GPU")
+                  + (" − engine.state_pool_bytes per GPU" if facts.get("engine.state_pool_bytes") else "")
                   + (" × engine.kv_pool_share" if result.kv_share < 1 else ""))
         group_tokens = result.kv_tokens_per_group
         if group_tokens is not None:

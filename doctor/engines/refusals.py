@@ -33,12 +33,14 @@ def refused_values(facts: Facts) -> None:
         return
     found: list[dict[str, Any]] = []
     inputs: list[str] = []
+    from doctor.playbook.conditions import evaluate
+
     for rule in rules()["ranges"]:
         value = facts.get(f"launch.flags.{rule['flag']}")
         if rule["engine"] != engine or isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
+            continue  # no number given: nothing the range could refuse
         inputs.append(f"launch.flags.{rule['flag']}")
-        if not rule["above"] < value <= rule["at_most"]:
+        if evaluate(_accepted(rule), facts).value is not True:
             found.append({"flag": "--" + rule["flag"].replace("_", "-"), "value": value, "rule": rule["rule"],
                           "fix": rule["fix"], "site": rule["site"]})
     tp = facts.get("launch.tp")
@@ -60,6 +62,14 @@ def refused_values(facts: Facts) -> None:
                           "site": "; ".join(rule[engine] for rule in failed)})
     facts.set_default("launch.refused_values", found, f"derived: {', '.join(['launch.engine', 'launch.tp', *inputs])} "
                                                       "against the engines' own checks (doctor/engines/refusals.yaml)")
+
+
+def _accepted(rule: dict[str, Any]) -> dict[str, Any]:
+    """A range rule as the playbooks' condition (doctor/playbook/conditions.py): what the engine accepts, the flag's
+    number above ``above`` and at most ``at_most``."""
+    fact = f"launch.flags.{rule['flag']}"
+    return {"all": [{"fact": fact, "op": "gt", "value": rule["above"]},
+                    {"fact": fact, "op": "le", "value": rule["at_most"]}]}
 
 
 def _splits(size: int, count: int, rule: dict[str, Any]) -> bool:

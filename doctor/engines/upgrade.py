@@ -46,16 +46,10 @@ def deprecations() -> dict[str, Any]:
 def deprecated_parser(engine: str, kind: str, name: str, version: str) -> dict[str, str] | None:
     """``{replacement, source, since, until}`` when release ``version`` of ``engine`` deprecates parser ``name``
     (``kind``: tool_parsers / reasoning_parsers), else None."""
-    from doctor.engines.catalog import version_key
+    from doctor.playbook.conditions import in_run
 
-    try:
-        key = version_key(version)
-    except ValueError:
-        return None
-    for run in deprecations().get(engine, {}).get(kind, {}).get(name, []):
-        if version_key(run["since"]) <= key <= version_key(run["until"]):
-            return run
-    return None
+    return next((run for run in deprecations().get(engine, {}).get(kind, {}).get(name, [])
+                 if in_run(version, run["since"], run["until"])), None)
 
 
 def upgrade_facts(text: str | list[str], current: LaunchCommand, target: str, facts: Facts) -> None:
@@ -83,17 +77,17 @@ def upgrade_facts(text: str | list[str], current: LaunchCommand, target: str, fa
 
 
 def _parser_facts(moved: LaunchCommand, target: str, facts: Facts) -> None:
-    from doctor.engines.catalog import registered_runs, version_key
+    from doctor.engines.catalog import registered_runs
+    from doctor.playbook.conditions import in_run
 
     gone, deprecated = [], []
-    key = version_key(target)
     for dest, kind, flag in (("tool_call_parser", "tool_parsers", "--tool-call-parser"),
                              ("reasoning_parser", "reasoning_parsers", "--reasoning-parser")):
         name = moved.get(dest)
         if not isinstance(name, str) or not name or name.startswith("<"):
             continue
         runs = registered_runs(moved.engine, kind, name)
-        if runs and not any(version_key(a) <= key <= version_key(b) for a, b in runs):
+        if runs and not any(in_run(target, a, b) for a, b in runs):
             gone.append({"flag": flag, "name": name, "registered": ", ".join(f"{a}–{b}" for a, b in runs)})
         found = deprecated_parser(moved.engine, kind, name, target)
         if found is not None:
@@ -104,7 +98,7 @@ def _parser_facts(moved: LaunchCommand, target: str, facts: Facts) -> None:
 
 
 def _default_facts(current: LaunchCommand, moved: LaunchCommand, target: str, facts: Facts) -> None:
-    from doctor.engines.catalog import default_changes, version_key
+    from doctor.engines.catalog import default_changes
     from doctor.yamlsafe import load_packaged
 
     if current.version is None:
@@ -112,7 +106,6 @@ def _default_facts(current: LaunchCommand, moved: LaunchCommand, target: str, fa
                                                     "(pass --engine-version)")
         return
     consequences = load_packaged(CONSEQUENCES).get(current.engine, {})
-    at_from, at_to = version_key(current.version), version_key(target)
     changed = []
     for key, runs in default_changes(current.engine).items():
         if key not in consequences:
@@ -123,7 +116,7 @@ def _default_facts(current: LaunchCommand, moved: LaunchCommand, target: str, fa
         spec = moved.catalog.resolve(option) if option else moved.catalog.flag(key) or current.catalog.flag(key)
         if spec is not None and moved.has(spec.dest):
             continue   # the command sets it: the default does not apply
-        old, new = _default_at(runs, at_from), _default_at(runs, at_to)
+        old, new = _default_at(runs, current.version), _default_at(runs, target)
         if old is None or new is None or old == new:
             continue
         changed.append({"flag": spec.name if spec is not None else option or key, "from": json.dumps(old),
@@ -132,12 +125,7 @@ def _default_facts(current: LaunchCommand, moved: LaunchCommand, target: str, fa
               f"{current.engine} {current.version} → {target} defaults (catalog history) and doctor/engines/upgrade.yaml")
 
 
-def _default_at(runs: list[tuple[str, str, Any]], key: tuple[Any, ...] | None) -> Any:
-    from doctor.engines.catalog import version_key
+def _default_at(runs: list[tuple[str, str, Any]], version: str) -> Any:
+    from doctor.playbook.conditions import in_run
 
-    if key is None:
-        return None
-    for since, until, default in runs:
-        if version_key(since) <= key <= version_key(until):
-            return default
-    return None
+    return next((default for since, until, default in runs if in_run(version, since, until)), None)

@@ -30,7 +30,7 @@ from typing import Any
 from doctor.versions import version_key
 
 #: The shape of what load() keeps in doctor.datacache; bumped when _parse() changes.
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "engines" / "errors"
 ENGINES = ("vllm", "sglang", "lower")
 #: The message types a log line is matched against for each engine (the layers below under both).
@@ -167,7 +167,9 @@ class Catalog:
         pattern = self._regex.get(tid)
         if pattern is None:
             parts = self.templates[tid]["parts"]
-            body = "".join(re.escape(p) if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
+            # a backtick may be lost where the log was pasted (GitHub's markdown takes `x` as code: vllm#15617's
+            # 0.8.2 KV refusal reads "Try increasing gpu_memory_utilization", the template "`gpu_memory_utilization`")
+            body = "".join(re.escape(p).replace("`", "`?") if isinstance(p, str) else _HOLE[p["type"]] for p in parts)
             # to the end of the line; a KeyError prints its message quoted (KeyError: 'invalid tool call parser…')
             pattern = self._regex[tid] = re.compile(body + r"['\"]?\s*$")
         return pattern
@@ -262,8 +264,9 @@ def _parse(path: Path) -> tuple[dict[str, Any], bytes]:
 
 
 def _chunks(parts: list[Any]) -> tuple[str, ...]:
-    """A template's literal pieces, longest first: every line it printed contains each of them."""
-    return tuple(sorted((p for p in parts if isinstance(p, str)), key=len, reverse=True))
+    """A template's literal pieces, longest first: every line it printed contains each of them (split at its
+    backticks, which a pasted log may have lost)."""
+    return tuple(sorted((c for p in parts if isinstance(p, str) for c in p.split("`") if c), key=len, reverse=True))
 
 
 def _words(parts: list[Any]) -> set[str]:
@@ -308,7 +311,8 @@ def _first_word_at(parts: list[Any], line: str, start: int) -> int:
     """Where the template's first literal piece with a word in it stands in the line."""
     for part in parts:
         if isinstance(part, str) and _WORD.search(part):
-            found = line.find(part, start)
+            piece = next(c for c in part.split("`") if _WORD.search(c))
+            found = line.find(piece, start)
             return found if found >= 0 else len(line)
     return len(line)
 
@@ -381,9 +385,10 @@ def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) ->
 
     entry = catalog.templates[tid]
     holes = [p for p in entry["parts"] if not isinstance(p, str)]
-    ordered = tuple(_typed(raw, hole["type"]) for hole, raw in zip(holes, m.groups(), strict=False))
+    taken = [(hole, raw) for hole, raw in zip(holes, m.groups(), strict=False) if raw is not None]  # (a quote's)
+    ordered = tuple(_typed(raw, hole["type"]) for hole, raw in taken)
     values: dict[str, Any] = {}
-    for hole, value in zip(holes, ordered, strict=False):
+    for (hole, _raw), value in zip(taken, ordered, strict=False):
         values.setdefault(hole["hole"], value)
     at = catalog.release_index(version) if catalog.name != "lower" else None
     sites, in_release = catalog.sites(tid, at)
@@ -397,6 +402,61 @@ def _build(catalog: Catalog, tid: str, m: re.Match[str], version: str | None) ->
                          message=m.group(0).strip(), values=values, ordered=ordered, since=since, until=until, sites=sites,
                          in_release=in_release, startup=startup, cause=cause, by_place=bool(select and "startup" in select),
                          severity=severity)
+
+
+def match_quote(text: str, engine: str, version: str | None, cause: str) -> TemplateMatch | None:
+    """A template of ``cause`` quoted by hand rather than printed, in a text of several lines: re-wrapped, its
+    brackets or backticks dropped, cut short after its holes (reporters paste "…max seq len (196608),\n23.25 GiB
+    KV cache is needed, …" for vLLM's one-line refusal: spark-vllm-docker#396, kaito#2132). Its literal pieces
+    match with any whitespace for a blank and with each bracket and backtick optional; the text may stop at any
+    piece after the template's second hole. The most letters matched wins. For the causes whose printed values
+    feed a fix (doctor/logs/catalog_facts.py), where a line that no template matched whole still holds them."""
+    from doctor.logs.catalog_map import cause_for
+
+    catalog = load(engine)
+    if catalog is None:
+        return None
+    best: tuple[int, str, re.Match[str]] | None = None
+    for tid, row in catalog.table().items():  # (a quote cut short may lack the word a template is indexed by)
+        # one of its literal pieces begins as in the quote (a quote keeps the words, not the brackets)
+        if not any(len(c) >= 24 and c[:24] in text for c in row[3:]):
+            continue
+        entry = catalog.templates[tid]
+        if cause_for(engine, tid, entry) != cause:
+            continue
+        found = _quote_regex(tuple(p if isinstance(p, str) else p["type"] for p in entry["parts"]),
+                             tuple(isinstance(p, str) for p in entry["parts"])).search(text)
+        if found is not None and (best is None or len(found.group(0)) > best[0]):
+            best = (len(found.group(0)), tid, found)
+    return _build(catalog, best[1], best[2], version) if best else None
+
+
+@lru_cache(maxsize=64)
+def _quote_regex(parts: tuple[str, ...], literal: tuple[bool, ...]) -> re.Pattern[str]:
+    """match_quote's pattern of one template (``parts``: literal text, or a hole's type where ``literal`` is
+    False): through its first hole and the piece after it, then each further hole with the piece after it as a
+    nested optional group, so a quote may stop after any of them (a hole is taken only with the words after it)."""
+    def piece(text: str) -> str:
+        out: list[str] = []
+        for ch in text:
+            if not ch.isspace():
+                out.append(re.escape(ch) + ("?" if ch in "()`" else ""))
+            elif not out or out[-1] != r"\s*":
+                out.append(r"\s*")
+        return "".join(out)
+
+    pieces = [piece(p) if is_text else _HOLE[p] for p, is_text in zip(parts, literal, strict=True)]
+    holes = [i for i, is_text in enumerate(literal) if not is_text]
+    if not holes:
+        return re.compile("".join(pieces))
+    # the required head: through the first hole and the literal right after it
+    cut = holes[0] + 2 if holes[0] + 1 < len(pieces) and literal[holes[0] + 1] else holes[0] + 1
+    tail, groups = pieces[cut:], []
+    while tail:  # (hole, literal) pairs; a literal alone stays with the previous pair
+        take = 2 if len(tail) > 1 and not literal[len(pieces) - len(tail)] else 1
+        groups.append("".join(tail[:take]))
+        tail = tail[take:]
+    return re.compile("".join(pieces[:cut]) + "".join(f"(?:{g}" for g in groups) + ")?" * len(groups))
 
 
 def scan(lines: list[str] | tuple[str, ...], engine: str | None, version: str | None) -> list[tuple[int, TemplateMatch]]:

@@ -10,9 +10,10 @@ are ``log.catalog.unmapped_refusals`` (critical: the engine refused to start for
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from doctor.logs.catalog import TemplateMatch, load, scan
+from doctor.logs.catalog import TemplateMatch, load, match_quote, scan
 from doctor.redact import redact_text
 
 #: Excerpt lines the facts quote at most (a crash loop prints the same refusal hundreds of times).
@@ -22,6 +23,7 @@ MAX_MATCHES = 50
 #: max len, GiB needed, GiB available — the hole names vary with the expression, the order does not).
 _KV_WORDINGS = (("stored in KV cache", ("max_model_len", "kv_tokens")),
                 ("KV cache is needed", ("max_model_len", "needed_gib", "available_gib")))
+_KV_CAUSE = "kv-cache-too-small-for-max-len"
 
 
 def describe(m: TemplateMatch) -> dict[str, Any]:
@@ -70,8 +72,9 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
     ``started`` is the log's own verdict (``log.started``): an engine error in a log whose server never said it
     was ready is a start-up refusal wherever in the engine it was raised."""
     matches = scan(lines, engine, version)
+    quoted = _quoted_kv_refusal(lines, engine, version, matches, put)
     if not matches:
-        return [], []
+        return quoted, []
     seen: dict[str, dict[str, Any]] = {}
     refusals: dict[str, str] = {}
     kept: list[int] = []
@@ -94,8 +97,9 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             if key not in refusals:
                 refusals[key] = refusal(m)
                 put(key, refusals[key], f"the check behind {m.template} ({m.where})")
-            if m.cause == "kv-cache-too-small-for-max-len":
+            if m.cause == _KV_CAUSE:
                 _kv_refusal(m, put)
+    kept.extend(quoted)
     found = list(seen.values())
     put("log.catalog.matches", found, "lines that match an engine's own error or warning template")
     # SGLang imports every model module at start-up and logs each that fails (healthy CPU builds log several):
@@ -113,6 +117,28 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
         "engine errors that ended the start (raised in start-up code, or in a log that never got ready) no cause "
         "names")
     return kept, named
+
+
+def _quoted_kv_refusal(lines: tuple[str, ...] | list[str], engine: str | None, version: str | None,
+                       matches: list[tuple[int, TemplateMatch]], put: Any) -> list[int]:
+    """vLLM's KV refusal quoted by hand (re-wrapped, cut short: doctor/logs/catalog.py ``match_quote``) where no
+    line matched a template whole: its numbers still give the length that fits and the memory needed. Returns
+    the indices of the lines the quote spans (the excerpt keeps them, so a replay reads the same)."""
+    if engine not in (None, "vllm") or any(m.cause == _KV_CAUSE for _i, m in matches):
+        return []
+    first = next((i for i, line in enumerate(lines) if "max seq len" in line), None)
+    if first is None:
+        return []
+    window = list(lines[first:first + 6])  # the refusal and the lines it was wrapped onto
+    text = "\n".join(window)
+    quoted = match_quote(text, "vllm", version, _KV_CAUSE)
+    if quoted is None:
+        return []
+    estimate = re.search(r"estimated maximum model length is \d+", text)
+    if estimate and not quoted.values.get("estimated_msg"):  # the engine's own sentence, cut from the rest
+        quoted = replace(quoted, values={**quoted.values, "estimated_msg": estimate.group(0)})
+    _kv_refusal(quoted, put)
+    return list(range(first, first + len(window)))
 
 
 def _number(value: Any) -> int | float | None:

@@ -22,7 +22,8 @@ A cause claims templates in its ``log_signatures`` (one file per cause, playbook
   |            | only as an attribute (`self.block_size`) and a message only as the identifier or   |
   |            | the flag: a bare `block_size` there is the function's own variable                |
 
-A template id beats a selector; among selectors, what the message says (``words``) beats the setting its
+A template id beats a selector; among selectors, what the message says (``words``, or a ``type`` of only import
+errors: ``IMPORT_ERRORS``) beats the setting its
 condition names (``names``; a named group before every flag), which beats the subsystem it is raised in
 (``module``), which beats the start-up stage alone (``startup``); then more keys; then the cause id's order.
 ``names`` and ``module`` are how the start-up refusals are mapped by construction rather than one at a time: a
@@ -87,16 +88,68 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 }
 
 
-def startup_class(catalog: str, file: str) -> str | None:
-    """The start-up class of a site's file (``arguments``, ``model-load``, ...), or None."""
+#: Start-up modules that also hold what runs while the server serves: the long-lived objects (the scheduler, the
+#: workers, the KV pools and managers), whose methods past their construction run for each request or step, and
+#: the code that works on each request (multimodal processors, chat encoders). Per catalog: (file globs, whether a
+#: module-level function there runs at start-up). A site in these files is reached at start-up only from a
+#: construction function (``CONSTRUCTION``) — or, where the flag says so, from a module-level one
+#: (``run_scheduler_process``); the rest (``Scheduler.handle_rpc_request``, ``KVCacheManager.allocate_slots``,
+#: ``MHATokenToKVPool.set_kv_buffer``, a processor's ``__call__`` or resize helper) is not a start-up refusal.
+SERVING: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
+    "vllm": (
+        (("vllm/v1/worker/gpu_worker.py", "vllm/v1/core/kv_cache_manager.py"), True),
+        (("vllm/transformers_utils/processors/*", "vllm/tokenizers/*_encoding.py"), False),
+    ),
+    "sglang": (
+        (("sglang/srt/managers/scheduler.py", "sglang/srt/managers/tp_worker.py",
+          "sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py"), True),
+    ),
+}
+#: The methods that build a long-lived object (its last name: ``Scheduler.init_tokenizer`` → ``init_tokenizer``).
+CONSTRUCTION = ("__init__", "__post_init__", "__new__", "init*", "_init*", "initialize*", "_initialize*",
+                "create*", "_create*", "build*", "_build*", "_detect*", "from_pretrained", "from_config",
+                "load_model", "determine_available_memory", "compile_or_warm_up_model", "get_kv_cache_spec")
+
+
+#: Modules under the start-up packages that a user runs as a command of their own (argparse and a ``__main__``
+#: block: SGLang 0.5.23's expert-pack builders and validator, sglang/srt/model_loader/expert_pack/build.py,
+#: prepare_*.py, validate.py), never reached while a server starts.
+OFFLINE: dict[str, tuple[str, ...]] = {
+    "sglang": ("sglang/srt/model_loader/expert_pack/build.py", "sglang/srt/model_loader/expert_pack/prepare_*.py",
+               "sglang/srt/model_loader/expert_pack/validate.py"),
+}
+
+
+def serving_only(catalog: str, file: str, function: str) -> bool:
+    """Whether a site in a start-up module is not reached while a server starts: it runs only while serving
+    (``SERVING``), or in a command of its own (``OFFLINE``)."""
+    if any(fnmatchcase(file, g) for g in OFFLINE.get(catalog, ())):
+        return True
+    for globs, module_level in SERVING.get(catalog, ()):
+        if any(fnmatchcase(file, g) for g in globs):
+            if "." not in function:
+                return not module_level
+            return not any(fnmatchcase(function.rsplit(".", 1)[1], c) for c in CONSTRUCTION)
+    return False
+
+
+def startup_class(catalog: str, file: str, function: str | None = None) -> str | None:
+    """The start-up class of a site's file (``arguments``, ``model-load``, ...), or None; given the site's function,
+    None also for what runs only while serving (``SERVING``)."""
     for name, globs in STARTUP.get(catalog, ()):
         if any(fnmatchcase(file, g) for g in globs):
-            return name
+            return None if function is not None and serving_only(catalog, file, function) else name
     return None
 
 
+def site_startup(catalog: str, site: Any) -> str | None:
+    """startup_class of one site (a catalog entry's dict or a Site)."""
+    file, function = (site["file"], site["function"]) if isinstance(site, dict) else (site.file, site.function)
+    return startup_class(catalog, file, function)
+
+
 def is_startup(catalog: str, sites: Any) -> bool:
-    return any(startup_class(catalog, s.file) for s in sites)
+    return any(site_startup(catalog, s) for s in sites)
 
 
 def _as_tuple(value: Any) -> tuple[str, ...]:
@@ -221,7 +274,7 @@ def _site_holds(catalog: str, select: dict[str, Any], site: Any, text: str = "")
         return False
     if "kind" in select and kind not in _as_tuple(select["kind"]):
         return False
-    if "startup" in select and startup_class(catalog, file) not in _as_tuple(select["startup"]):
+    if "startup" in select and startup_class(catalog, file, function) not in _as_tuple(select["startup"]):
         return False
     if "names" in select:
         guard = site.get("guard", "") if isinstance(site, dict) else site.guard
@@ -268,7 +321,7 @@ def _signatures() -> tuple[dict[tuple[str, str], str], tuple[tuple[tuple[bool, b
                 # flag), then the subsystem it is raised in (its module), then the start-up stage alone
                 names = select.get("names")
                 narrow = isinstance(names, list) or (isinstance(names, dict) and names.get("groups") != "*")
-                rank = ("words" in select, "names" in select, "names" in select and narrow,
+                rank = (_says(select), "names" in select, "names" in select and narrow,
                         "module" in select or "function" in select, len(select))
                 selectors.append((rank, cause, sig["catalog"], dict(select)))
     selectors.sort(key=lambda s: (tuple(-r for r in s[0]), s[1]))
@@ -329,12 +382,24 @@ def how_mapped(catalog: str, tid: str, entry: dict[str, Any], sites: Any = None)
     return cause, "stage" if cause in stage_causes() else _shape(select)
 
 
+#: Exceptions whose class is itself the message: a module could not be imported (or the engine's own check found
+#: a package missing or too old, vllm/model_executor/model_loader/weight_utils.py, sglang/srt/model_loader/loader.py
+#: raise ImportError for both), whatever the module that raised it is about.
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _says(select: dict[str, Any]) -> bool:
+    """Whether a selector knows its cause from what the line says: its words, or an exception class that says it."""
+    types = set(_as_tuple(select.get("type", ())))
+    return "words" in select or bool(types) and types <= IMPORT_ERRORS
+
+
 def _shape(select: dict[str, Any] | None) -> str:
     """How a selector (None: a template id) knows its cause (how_mapped: and the cause's own kind): by what the ``message`` says (an id, ``words``), by the
     ``setting`` its condition or text names (``names``), by the ``subsystem`` it is raised in (``module`` or
     ``function``: speculative decoding's config, the model loaders, the platforms), or by the start-up ``stage``
     alone (a ``startup`` class: argument validation, model loading, …), which names no specific fix."""
-    if select is None or "words" in select:
+    if select is None or _says(select):
         return "message"
     if "names" in select:
         return "setting"

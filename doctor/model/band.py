@@ -31,6 +31,12 @@ _LABELS = {"vllm": "vLLM", "sglang": "SGLang", "ampere": "Ampere", "ada": "Ada",
 #: 128 GB LPDDR5x the CPU shares). An engine sizes its pool there from the memory the OS and other processes
 #: leave, so their runs form a stratum of their own: blended into Blackwell's they widened every band.
 UNIFIED_SM = frozenset((121,))
+#: Why a unified-memory part's band is wide, said with it: a limit of prediction, not of the model. vLLM counts the
+#: host's memory in use as non-torch memory there and SGLang sizes its pool from the memory free at start, so the
+#: pool is what the OS and other processes leave (the record's GB10 runs: the same command logged 6,827 and 1.6 M
+#: tokens on one rig).
+UNIFIED_LIMIT = ("unified memory: the pool is what the OS and other processes leave of the shared memory, which "
+                 "no config or catalog says; the engine's start-up line gives the real one")
 
 
 def gpu_family(sm: int | None) -> str:
@@ -78,12 +84,15 @@ class Band:
     thin: str = ""
     #: the user's calibration file, when the runs are the user's own (doctor/model/calibration.py), else ""
     own: str = ""
+    #: a limit of prediction in this stratum, said with the band (UNIFIED_LIMIT), else ""
+    limit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The band in the JSON documents (``error``: the 90th-percentile absolute error, None without data)."""
         return {"error": None if self.error is None else round(self.error, 4), "runs": self.runs,
                 "strata": list(self.matched), "note": self.thin or None, "text": self.text(),
-                "source": "calibration" if self.own else "record", **({"file": self.own} if self.own else {})}
+                "source": "calibration" if self.own else "record", **({"file": self.own} if self.own else {}),
+                **({"limit": self.limit} if self.limit else {})}
 
     def text(self) -> str:
         """"±9% on 37 comparable runs: vLLM, Hopper, MoE" (and what has no data); a band from the user's own
@@ -92,11 +101,12 @@ class Band:
             names = ", ".join(_LABELS.get(m, m) for m in self.matched)
             return (f"±{max(1, math.ceil((self.error or 0) * 100))}% on {self.runs} of your own runs: {names}; "
                     f"{self.thin}; llmdoctor calibrate show")
+        limit = f"; {self.limit}" if self.limit else ""
         if self.error is None:
-            return f"no comparable runs in the memory model's record ({self.thin})"
+            return f"no comparable runs in the memory model's record ({self.thin}){limit}"
         names = ", ".join(_LABELS.get(m, m) for m in self.matched)
         return f"±{math.ceil(self.error * 100)}% on {self.runs} comparable runs: {names}" + (
-            f"; {self.thin}" if self.thin else "")
+            f"; {self.thin}" if self.thin else "") + limit
 
 
 def band_for(stratum: dict[str, str]) -> Band:
@@ -110,8 +120,9 @@ def _band(values: tuple[str, ...]) -> Band:
     # a unified-memory part's runs band only unified-memory parts, and theirs only them (UNIFIED_SM)
     unified = stratum.get("gpu_family") == "unified"
     runs = [r for r in record() if r["engine"] == stratum["engine"] and (r["gpu_family"] == "unified") == unified]
+    limit = UNIFIED_LIMIT if unified else ""
     if not runs:
-        return Band(None, 0, (), f"none on {_LABELS.get(stratum['engine'], stratum['engine'])}")
+        return Band(None, 0, (), f"none on {_LABELS.get(stratum['engine'], stratum['engine'])}", limit=limit)
     matched, thin = [stratum["engine"]], ""
     for key in STRATA[1:]:
         value = stratum.get(key, "unknown")
@@ -122,7 +133,7 @@ def _band(values: tuple[str, ...]) -> Band:
             runs, matched = narrower, [*matched, value]
         elif not thin and len(narrower) < len(runs):
             thin = (f"only {len(narrower)} on " if narrower else "none yet on ") + _LABELS.get(value, value)
-    return Band(percentile([abs(r["error"]) for r in runs], 0.9), len(runs), tuple(matched), thin)
+    return Band(percentile([abs(r["error"]) for r in runs], 0.9), len(runs), tuple(matched), thin, limit=limit)
 
 
 @lru_cache(maxsize=32)

@@ -98,17 +98,20 @@ def weights_per_gpu(facts: Facts, layout: Layout) -> float | None:
     total = facts.get("model.weight_bytes")
     if not isinstance(total, (int, float)):
         return None
+    # what every TP rank holds whole (SGLang's Gemma embedding, doctor/model/memory.py replicated_weight_facts)
+    replicated = facts.get("model.replicated_weight_bytes")
+    whole = replicated * (1 - 1 / layout.attn_tp) / layout.pp if isinstance(replicated, int) and 0 < replicated < total else 0.0
     experts = facts.get("model.expert_weight_bytes")
     if layout.ep > 1 and isinstance(experts, (int, float)) and 0 < experts <= total:
         redundant = facts.get("launch.ep_redundant_experts") or 0
         routed = facts.get("model.moe.experts") or 0
         expert_copies = 1 + (redundant / routed if routed else 0)
         dense_part = (total - experts) / (layout.attn_tp * layout.pp)
-        return dense_part + experts * expert_copies / (layout.ep * layout.pp)
+        return whole + dense_part + experts * expert_copies / (layout.ep * layout.pp)
     if layout.moe_tp > layout.attn_tp and isinstance(experts, (int, float)) and 0 < experts <= total:
         # the dense part (attention, embeddings, dense MLPs) counted whole per attention group: an upper bound
-        return (total - experts) / (layout.attn_tp * layout.pp) + experts / (layout.moe_tp * layout.pp)
-    return total / (layout.attn_tp * layout.pp)
+        return whole + (total - experts) / (layout.attn_tp * layout.pp) + experts / (layout.moe_tp * layout.pp)
+    return whole + total / (layout.attn_tp * layout.pp)
 
 
 @dataclass(frozen=True)
@@ -177,4 +180,11 @@ def fit_layout(facts: Facts, layout: Layout, memory: float, fraction: float, res
     share = facts.get("engine.kv_pool_share")
     share = float(share) if isinstance(share, float) and 0 < share <= 1 else 1.0
     return LayoutFit(layout, fraction, memory * fraction, weights_per_gpu(facts, layout),
-                     kv_bytes_per_token_per_gpu(facts, layout), reserved, share)
+                     kv_bytes_per_token_per_gpu(facts, layout), reserved + state_pool_per_gpu(facts, layout), share)
+
+
+def state_pool_per_gpu(facts: Facts, layout: Layout) -> float:
+    """SGLang's Mamba state pool sized by slots (engine.state_pool_bytes, doctor/model/memory.py), per GPU: the
+    recurrent state is split over the TP ranks like the heads it holds; 0 when the pool is not sized by slots."""
+    pool = facts.get("engine.state_pool_bytes")
+    return pool / (layout.attn_tp * layout.pp) if isinstance(pool, int) and pool > 0 else 0.0

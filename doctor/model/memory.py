@@ -16,6 +16,7 @@ public logs in tests/data/kv_datapoints.yaml (tests/test_memory_datapoints.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,17 +71,24 @@ class MlaLayout:
 
 
 def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str | None,
-               kv_dtype_bytes: int = 2) -> MlaLayout | None:
-    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine)."""
+               kv_dtype_bytes: int = 2, flag: Callable[[str], Any] | None = None) -> MlaLayout | None:
+    """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine).
+    ``flag(dest)``: a launch flag's value, for a rule whose layout a flag switches (SGLang's --enable-mla in
+    0.2.10-0.3.1.post1, --disable-mla in 0.3.1.post2-0.4.5.post1)."""
     if card.kv_lora_rank is None or engine not in ("vllm", "sglang"):
         return None
     found = rule("mla_kv", engine, version)
     if found is None:
         return None
     where = f"{engine} {version or 'newest'}: {found.evidence}"
-    if found.values["layout"] == "latent":
+    values = found.values
+    switch = values.get("flag")
+    if switch and flag is not None and flag(switch["dest"]) is True:
+        values = {**values, **{k: v for k, v in switch.items() if k != "dest"}}
+        where = f"--{switch['dest'].replace('_', '-')} given; {where}"
+    if values["layout"] == "latent":
         return MlaLayout("latent", None, where)
-    size = found.values["head_size"]
+    size = values["head_size"]
     if size == "qk_head_dim":
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
         size = int(text.get("qk_nope_head_dim") or 0) + int(card.qk_rope_head_dim or 0)
@@ -312,16 +320,17 @@ def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | N
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
-                     kv_dtype: str) -> Any:
+                     kv_dtype: str, flag: Callable[[str], Any] | None = None) -> Any:
     """model.kv_layout (and, for an MLA model on a release that cached every head, the per-head
-    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts."""
+    model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts; ``flag(dest)``: the launch
+    command's value of a flag (mla_layout)."""
     from doctor.facts import Facts
 
     facts = Facts()
     if engine is None or card.kv_lora_rank is None:
         return facts
     dtype_bytes = {"fp8": 1, "fp32": 4}.get(kv_dtype, 2)
-    layout = mla_layout(card, raw, engine, version, dtype_bytes)
+    layout = mla_layout(card, raw, engine, version, dtype_bytes, flag)
     if layout is None:
         return facts
     facts.set("model.kv_layout", layout.layout, layout.source)
@@ -381,6 +390,62 @@ def group_padding_facts(card: ModelCard, facts: Any, engine: str | None, version
     return out
 
 
+def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token of what vLLM logs from 0.21.0 for a model of full-attention and state (GDN, Mamba)
+    layers (engine_memory.yaml hybrid_attention_groups, group_aware): the group-aware capacity, num_blocks over the
+    blocks one max_model_len request takes across all groups, times max_model_len. Per logged token that is a
+    group's layer slots × the attention block's bytes × those blocks / max_model_len; nothing before 0.21, for
+    SGLang, or for a model with sliding-window groups or without state layers."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    if engine != "vllm" or not card.states or any(g.window for g in card.kv_groups):
+        return out
+    found = rule("hybrid_attention_groups", "vllm", facts.get("launch.version"))
+    slots = attention_group_slots(card)
+    base = facts.get("model.kv_bytes_per_token")
+    if found is None or not found.values.get("group_aware") or slots is None or not isinstance(base, int):
+        return out
+    from doctor.errors import InputError
+    from doctor.model.kvcache import kv_layout
+
+    _, layers, size = slots
+    per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
+    try:
+        page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
+    except InputError:  # a state layout vLLM's is not modelled for: the per-token layout stands
+        return out
+    align = int(found.values["kernel_block_alignment"])
+    block = align * -(-page // int(align * per_layer))
+    length = _int(facts.get("launch.max_model_len")) or _int(facts.get("launch.flags.max_model_len")) or card.max_context
+    if not length:
+        return out
+    prefix = facts.get("launch.prefix_caching")
+    prefix = facts.get("launch.flags.enable_prefix_caching") if prefix is None else prefix
+    state_blocks = 1 if prefix is False else 2  # "align" mode with prefix caching, on by default
+    attention_groups = -(-layers // size)
+    state_groups = sum(-(-s.layers // size) for s in card.states)
+    blocks = attention_groups * -(-length // block) + state_groups * state_blocks
+    out.set("model.kv_bytes_per_token", round(size * block * per_layer * blocks / length),
+            f"derived: the group-aware capacity vLLM logs: {size}-layer groups of {block}-token blocks "
+            f"({block * per_layer:.0f} B per attention layer, the state page {page} B fits in it), a "
+            f"{length}-token request taking {attention_groups} × {-(-length // block)} attention blocks + "
+            f"{state_groups} × {state_blocks} state pages ({'align mode: prefix caching' if state_blocks == 2 else 'no prefix caching'}) "
+            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
+def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """What the launch's engine and release change in the pool and the weights per rank, as one set of facts:
+    SGLang's SWA and Mamba pools (swa_pool_facts), vLLM's group-aware capacity (group_aware_facts), the weights
+    every TP rank holds whole (replicated_weight_facts). `lint`, `check`, `plan` and the error record call this."""
+    out = swa_pool_facts(card, facts, engine)
+    out.update(group_aware_facts(card, facts, engine))
+    out.update(replicated_weight_facts(card, facts, engine))
+    return out
+
+
 def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
     """model.kv_bytes_per_token of SGLang's hybrid SWA pool (engine_memory.yaml sglang_swa_pool): the sliding
     layers hold --swa-full-tokens-ratio x the full layers' tokens, and the logged pool counts full-layer tokens;
@@ -394,7 +459,7 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
         return out
     total, growing = facts.get("model.kv_bytes_per_token"), facts.get("model.kv_bytes_per_token_growing")
     if card.states:
-        return _mamba_pool_facts(out, facts)
+        return _mamba_pool_facts(out, facts, card)
     if card.states or not isinstance(total, int) or not isinstance(growing, int) or not 0 < growing < total:
         return out
     found = rule("sglang_swa_pool", "sglang", facts.get("launch.version"))
@@ -416,15 +481,45 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
     return out
 
 
-def _mamba_pool_facts(out: Any, facts: Any) -> Any:
+def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.replicated_weight_bytes: weights every TP rank holds whole (engine_memory.yaml
+    sglang_replicated_embedding: SGLang's Gemma 3/3n/4 token embedding is a plain nn.Embedding, not vocabulary-
+    parallel); nothing for another engine or architecture. ``engine``: the engine planned for, where ``facts``
+    carry no launch (`plan`: the newest release)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    embed = card.param_parts.get("embed", 0)
+    if engine != "sglang" or not embed:
+        return out
+    found = rule("sglang_replicated_embedding", "sglang", facts.get("launch.version"))
+    if found is None or not any(a in (found.values.get("archs") or ()) for a in card.architectures):
+        return out
+    out.set("model.replicated_weight_bytes", embed * 2,
+            f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
+            f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    return out
+
+
+def _mamba_pool_facts(out: Any, facts: Any, card: ModelCard) -> Any:
     """engine.kv_pool_share of SGLang's Mamba state pool (engine_memory.yaml sglang_mamba_pool): the state takes
-    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest."""
-    if facts.get("launch.flags.max_mamba_cache_size") is not None or (
-            facts.get("launch.flags.disable_radix_cache") is True
-            and facts.get("launch.flags.max_running_requests") is not None):
-        return out  # the state pool is a count of slots there, not a share
+    ratio / (1 + ratio) of what is left after the weights, the full-attention KV pool the rest; sized by slots
+    (--max-mamba-cache-size, or --disable-radix-cache with --max-running-requests), engine.state_pool_bytes: that
+    many requests' state, off the KV pool."""
     found = rule("sglang_mamba_pool", "sglang", facts.get("launch.version"))
     if found is None:
+        return out
+    slots, why = _int(facts.get("launch.flags.max_mamba_cache_size")), "--max-mamba-cache-size"
+    if slots is None and facts.get("launch.flags.disable_radix_cache") is True:
+        slots, why = _int(facts.get("launch.flags.max_running_requests")), "--disable-radix-cache: --max-running-requests"
+    if slots is not None:
+        from doctor.model.kvcache import state_bytes_per_sequence
+
+        per_request = state_bytes_per_sequence(card, "sglang")
+        out.set("engine.state_pool_bytes", slots * per_request,
+                f"derived: {slots} state slots ({why}) × {per_request / 2**20:.1f} MiB of recurrent state per request, "
+                f"split over the TP ranks (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
         return out
     try:
         given = float(facts.get("launch.flags.mamba_full_memory_ratio"))
@@ -436,6 +531,15 @@ def _mamba_pool_facts(out: Any, facts: Any) -> Any:
             f"derived: 1 / (1 + {ratio}, {where}): the Mamba state pool takes {ratio}/(1 + {ratio}) of the memory "
             f"left after the weights (sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
     return out
+
+
+def _int(value: Any) -> int | None:
+    """A positive whole number from a flag's value (given as text or number), else None."""
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
 
 def non_kv_facts(card: ModelCard, facts: Any) -> Any:

@@ -58,6 +58,12 @@ LAUNCH_FORMATS = {"modelopt_fp4": "nvfp4", "nvfp4": "nvfp4", "modelopt": "fp8", 
                   # 4-bit assumed: what bitsandbytes checkpoints served with vLLM almost always are
                   "bitsandbytes": "bnb4"}
 
+#: --quantization values that name a checkpoint family, not its format: vLLM takes the format from the checkpoint's
+#: own quant_algo whatever the flag says (vllm 0.33.0 config/model.py:1383-1450 runs every method's
+#: override_quantization_method first; quantization/modelopt.py:453-459 keeps "modelopt" for FP8, :776-782 turns
+#: an NVFP4 checkpoint into "modelopt_fp4"), so the served name's format, where it gives one, goes first.
+CHECKPOINT_DECIDES = frozenset({"modelopt"})
+
 #: Formats the engines produce from a 16-bit checkpoint while loading it.
 ONLINE = ("fp8",)
 
@@ -188,12 +194,12 @@ def with_served_format(card: ModelCard, fmt: str, why: str) -> ModelCard:
 def served_format(*, config_method: str | None, served_name: str | None, launch_quantization: str | None,
                   hf_quant: dict[str, Any] | None) -> tuple[str, str] | None:
     """The served checkpoint's format and what says so, when it is not the config's own: hf_quant_config.json
-    beside the weights, then --quantization, then the name. None when nothing says it differs."""
-    candidates = (
-        (hf_quant_format(hf_quant), "hf_quant_config.json"),
-        (LAUNCH_FORMATS.get(str(launch_quantization or "").lower()), f"--quantization {launch_quantization}"),
-        (name_format(served_name), f"from the model name {served_name}"),
-    )
+    beside the weights, then --quantization, then the name (the name first where the flag names only a family,
+    CHECKPOINT_DECIDES). None when nothing says it differs."""
+    launch = (LAUNCH_FORMATS.get(str(launch_quantization or "").lower()), f"--quantization {launch_quantization}")
+    name = (name_format(served_name), f"from the model name {served_name}")
+    candidates = ((hf_quant_format(hf_quant), "hf_quant_config.json"),
+                  *((name, launch) if str(launch_quantization or "").lower() in CHECKPOINT_DECIDES else (launch, name)))
     for fmt, why in candidates:
         if fmt is not None and fmt != config_method:
             return fmt, why

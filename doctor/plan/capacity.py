@@ -146,9 +146,11 @@ class Sizer:
                 return None
             facts.set("model.weight_bytes", self.weights.total_bytes, self.weights.source)
             facts.set("model.expert_weight_bytes", self.weights.expert_bytes, self.weights.source)
-            from doctor.model.memory import swa_pool_facts
+            from doctor.model.memory import engine_pool_facts
 
-            facts.update(swa_pool_facts(self.card, facts, engine))  # as `lint`/`check` size the same launch
+            # as `lint`/`check` size the same launch (the plan's command leaves --max-model-len at the model's own
+            # unless it caps it, so vLLM's group-aware capacity is taken at that length)
+            facts.update(engine_pool_facts(self.card, facts, engine))
             self._models[key] = (facts, layout)
         return self._models[key]
 

@@ -11,9 +11,11 @@ This is the one condition language of the project's data: the symptom trees, the
 semantics (doctor/engines/semantics.yaml, where a case applies only when its condition is true — unknown does
 not apply), the ``as:`` of the server_info field table (doctor/probes/server_fields.yaml), and the release
 rules (a rule ``since`` a release holds until the next rule's ``since``: :func:`release_spans` says so as
-conditions, :func:`newest_holding` picks the rule) and the model-family table's matching (each family's ``match``
-lists are conditions, and precedence among the families whose condition holds is data, a ``rank``:
-:func:`best_holding`). ``set`` means one thing everywhere: known, and neither null nor false (docs/playbooks.md).
+conditions, :func:`newest_holding` picks the rule; a history run ``since``…``until`` of the generated catalogs is
+:func:`release_run`), the engines' value ranges (doctor/engines/refusals.yaml) and the model-family table's
+matching (each family's ``match`` lists are conditions, and precedence among the families whose condition holds
+is data, a ``rank``: :func:`best_holding`). ``set`` means one thing everywhere: known, and neither null nor
+false (docs/playbooks.md).
 """
 
 from __future__ import annotations
@@ -88,6 +90,24 @@ def release_spans(fact: str, sinces: list[str]) -> list[dict[str, Any]]:
             start = {"all": [start, {"fact": fact, "op": "version_lt", "value": sinces[i + 1]}]}
         spans.append(start)
     return spans
+
+
+def release_run(fact: str, since: str, until: str) -> dict[str, Any]:
+    """The condition a run of a release history stands for (the catalogs' ``since``…``until``: the first and the
+    last release read with one value, both included)."""
+    return {"all": [{"fact": fact, "op": "version_ge", "value": since},
+                    {"fact": fact, "op": "version_le", "value": until}]}
+
+
+def in_run(version: str, since: str, until: str) -> bool:
+    """Whether ``version`` falls in the run ``since``…``until`` (a version that is not one falls in none)."""
+    return evaluate(release_run("launch.version", since, until), _at(version)).value is True
+
+
+def _at(version: str) -> Facts:
+    facts = Facts()
+    facts.set("launch.version", version, "the release a history run is looked up for")
+    return facts
 
 
 def newest_holding(conditions: list[dict[str, Any]], facts: Facts) -> int | None:
@@ -195,7 +215,7 @@ def _value_test(cond: dict[str, Any], op: str, key: str, fact: Any, facts: Facts
 _OP_WORDS = {
     "eq": "==", "ne": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<=", "in": "in", "not_in": "not in",
     "contains": "contains", "not_contains": "does not contain", "matches": "matches",
-    "version_lt": "older than", "version_ge": "at least",
+    "version_lt": "older than", "version_ge": "at least", "version_le": "at most",
 }
 
 
@@ -223,11 +243,11 @@ def _compare(op: str, value: Any, expected: Any) -> bool | None:
             return inside if op == "contains" else not inside
         if op == "matches":
             return isinstance(value, str) and isinstance(expected, str) and re.search(expected, value) is not None
-        if op in ("version_lt", "version_ge"):
+        if op in ("version_lt", "version_ge", "version_le"):
             have, need = version_key(value), version_key(expected)
             if have is None or need is None:  # "latest", "nightly": not comparable, so not older either
                 return None
-            return have < need if op == "version_lt" else have >= need
+            return have < need if op == "version_lt" else have >= need if op == "version_ge" else have <= need
     except TypeError:
         return None
     return None

@@ -37,7 +37,8 @@ _RELEASE_RULES: dict[str, Any] = {
 _DEFS: dict[str, Any] = {
     "condition": PLAYBOOK_SCHEMA["$defs"]["condition"],
     "condition_op": {"enum": list(VALUE_OPS + UNARY_OPS)},
-    "fact_key": {"type": "string", "pattern": FACT_KEY},
+    # a fact's name: of the fact registry's (the ``registered`` keyword, checked by _registered)
+    "fact_key": {"type": "string", "pattern": FACT_KEY, "registered": True},
     "release": _RELEASE,
     "release_rules": {
         "type": "array", "minItems": 1,
@@ -150,7 +151,7 @@ def _schema_errors(data: Any, schema: dict[str, Any], line_at: Any, path: Path) 
     """Each schema error as FILE:LINE: KEY: message, the line and key being the offending one's own."""
     import jsonschema
 
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator()(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
     found = [(jsonschema.exceptions.best_match([e]) if e.context else e, "propertyNames" in e.schema_path)
              for e in errors]
     misspelt = {(tuple(e.absolute_path), near) for e, _ in found for key in _unexpected_keys(e)
@@ -169,6 +170,22 @@ def _schema_errors(data: Any, schema: dict[str, Any], line_at: Any, path: Path) 
             location = [*location, best.instance]
         out.append(f"{path}:{line_at(location)}: {'.'.join(map(str, location)) or '(top level)'}: {message}")
     return out
+
+
+@functools.cache
+def _validator() -> Any:
+    """Draft 2020-12 plus ``registered``: a string that must be a key of the fact registry (playbooks/facts/), so a
+    data file naming ``metrics.kv_usgae`` fails with the registry's did-you-mean, like a playbook does."""
+    import jsonschema
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"registered": _registered})
+
+
+def _registered(validator: Any, wanted: Any, instance: Any, schema: dict[str, Any]) -> Any:
+    if wanted and isinstance(instance, str) and (message := _unknown_fact(instance)):
+        import jsonschema
+
+        yield jsonschema.ValidationError(message[0])
 
 
 def _unexpected_keys(error: Any) -> list[str]:

@@ -30,8 +30,6 @@ def show_document(pbset: PlaybookSet, ident: str) -> dict[str, Any]:
         return {"schema": SCHEMA, "kind": "traps", "traps": [asdict(t) for t in pbset.traps]}
     playbook = pbset.find(ident)
     if playbook is not None:
-        from doctor.playbook.docs import symptoms_by_cause
-
         causes = sorted(c for c, symptoms in symptoms_by_cause(pbset).items() if playbook.symptom in symptoms)
         return {"schema": SCHEMA, "kind": "playbook", "symptom": playbook.symptom, "title": playbook.title,
                 "description": playbook.description, "aliases": list(playbook.aliases),
@@ -41,3 +39,18 @@ def show_document(pbset: PlaybookSet, ident: str) -> dict[str, Any]:
     if cause is None:
         raise InputError(f"{ident}: no such playbook, alias or cause (see `llmdoctor playbook list`)")
     return {"schema": SCHEMA, "kind": "cause", **asdict(cause), "evidence": list(cause.evidence)}
+
+
+def symptoms_by_cause(pbset: PlaybookSet) -> dict[str, set[str]]:
+    """cause id → the symptoms whose trees reach it (docs/causes.md, `playbook list` and `show`)."""
+    out: dict[str, set[str]] = {}
+
+    def walk(nodes: list[dict[str, Any]], symptom: str) -> None:
+        for node in nodes:
+            if "cause" in node:
+                out.setdefault(node["cause"], set()).add(symptom)
+            walk(node.get("then", []), symptom)
+
+    for playbook in pbset.playbooks.values():
+        walk(playbook.tree, playbook.symptom)
+    return out

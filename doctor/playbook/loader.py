@@ -277,7 +277,28 @@ def _load_dirs(dirs: list[Path], *, schema: bool = True) -> tuple[PlaybookSet, l
     errors.extend(_generate_log_nodes(pbset))
     registry = pbset.registry
     errors.extend(f"{where}: {problem}" for key, where in names if (problem := registry.unknown(key)))
+    errors.extend(_capture_errors(pbset, names))
     return pbset, errors
+
+
+#: The fact a log signature captures: the line that named its cause (doctor/logs/parse.py ``log.seen.<id>``).
+SEEN = "log.seen."
+
+
+def _capture_errors(pbset: PlaybookSet, names: list[tuple[str, str]]) -> list[str]:
+    """A ``log.seen.<cause>`` name is a log signature's capture: the registry covers the whole family, so a typo
+    in the cause part would pass it and stay unset forever. Each must name a loaded cause that has signatures."""
+    captured = {SEEN + c.id.replace("-", "_") for c in pbset.causes.values() if c.log_signatures}
+    out = []
+    for key, where in names:
+        if key.startswith(SEEN) and key not in captured:
+            import difflib  # only for a misspelt capture
+
+            near = difflib.get_close_matches(key, sorted(captured), n=3, cutoff=0.75)
+            hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
+                "log.seen.<cause id, dashes as underscores> of a cause with log_signatures"
+            out.append(f"{where}: fact '{key}' is no log signature's capture ({hint})")
+    return out
 
 
 def _load_file(path: Path, kind: str, pbset: PlaybookSet, errors: list[str], names: list[tuple[str, str]], *,

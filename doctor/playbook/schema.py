@@ -10,7 +10,7 @@ from typing import Any
 
 #: Comparison operators a condition may use (see docs/playbooks.md for their meaning).
 VALUE_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "not_contains", "matches",
-             "version_lt", "version_ge")
+             "version_lt", "version_ge", "version_le")
 #: Operators that test the fact itself and take no value.
 UNARY_OPS = ("set", "unset", "exists", "missing", "is_true", "is_false", "empty", "nonempty", "truthy",
              "all_zero")

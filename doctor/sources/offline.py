@@ -23,6 +23,8 @@ from doctor.facts import Facts
 from doctor.versions import orderable_version
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from doctor.engines.command import LaunchCommand
 
 #: Recorded files a user may pass are read with this cap: the live probes' body cap (doctor.probes.base), since a
@@ -103,13 +105,15 @@ def command_facts(text: str | list[str], engine_version: str | None = None,
 def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None, gpu_sm: int | None = None,
                     raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
                     launch_quantization: str | None = None, engine_version: str | None = None,
-                    generation: dict[str, Any] | None = None, budget_s: float | None = None) -> tuple[Any, Facts]:
+                    generation: dict[str, Any] | None = None, budget_s: float | None = None,
+                    flag: Callable[[str], Any] | None = None) -> tuple[Any, Facts]:
     """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
     ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
     The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
     precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
     release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py). ``generation``: a
-    recorded generation_config.json (a replayed snapshot), used instead of the model directory's.
+    recorded generation_config.json (a replayed snapshot), used instead of the model directory's. ``flag(dest)``:
+    the launch command's value of a flag that switches the release's layout (SGLang's --enable-mla / --disable-mla).
     """
     from doctor.model.resolve import model_card
 
@@ -135,7 +139,7 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
 
     resolved = sized.resolved
     facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
-                                  str(facts.get("model.kv_dtype"))))
+                                  str(facts.get("model.kv_dtype")), flag))
     facts.update(group_padding_facts(card, facts, engine, engine_version))
     facts.set("model.resolved_from", resolved.origin, resolved.where)
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
@@ -449,13 +453,14 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 served=facts.get("launch.model") or facts.get("server.model_path"),
                 launch_quantization=facts.get("launch.quantization"),
                 engine_version=orderable_version(facts.get("launch.version")),
-                generation=inputs.generation_config_json, budget_s=inputs.hub_budget_s)
+                generation=inputs.generation_config_json, budget_s=inputs.hub_budget_s,
+                flag=lambda dest: facts.get(f"launch.flags.{dest}"))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             facts.update(float32_facts(gathered.card, facts))
-            from doctor.model.memory import non_kv_facts, swa_pool_facts
+            from doctor.model.memory import engine_pool_facts, non_kv_facts
 
-            facts.update(swa_pool_facts(gathered.card, facts))
+            facts.update(engine_pool_facts(gathered.card, facts))
             facts.update(non_kv_facts(gathered.card, facts), overwrite=False)
             # a config handed over as content (a snapshot) has no tokenizer files beside it
             facts.update(parser_token_facts(facts, gathered.card if inputs.config_json is None else None),

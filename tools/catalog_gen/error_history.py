@@ -29,8 +29,14 @@ def template_id(engine: str, parts: list[Any]) -> str:
 
 
 def engine_files(source: WheelSource, package: str) -> list[str]:
-    """The engine's own modules (``vllm.*`` / ``sglang.*``), without tests and benchmarks."""
-    return [m for m in source.modules(package) if not (_SKIP_PARTS & set(m.split(".")))]
+    """The engine's own modules (``vllm.*`` / ``sglang.*``), without tests and benchmarks. ``package`` may name
+    several packages or modules, blank-separated (``flashinfer.jit flashinfer.utils``: the part of a large
+    library whose messages are read), and sub-packages to leave out, each with a leading ``-``."""
+    names = [p for p in package.split() if not p.startswith("-")]
+    left_out = tuple(p[1:] for p in package.split() if p.startswith("-"))
+    found = sorted({m for name in names for m in source.modules(name)})
+    return [m for m in found if not (_SKIP_PARTS & set(m.split(".")))
+            and not any(m == p or m.startswith(p + ".") for p in left_out)]
 
 
 def read_release(engine: str, source: WheelSource, package: str, cache: dict[str, dict]) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from pathlib import Path
 
 
 def find_wheel(cache: Path, engine: str, version: str) -> Path | None:
-    """The cached wheel for exactly ``engine==version`` (any platform tag), if present."""
+    """The cached wheel for exactly ``engine==version`` (any platform tag), if present. A wheel's file name spells
+    the distribution with underscores (PEP 427: ``flashinfer-python`` is ``flashinfer_python-0.7.2…whl``)."""
     if not cache.is_dir():
         return None
-    prefix = f"{engine}-{version}-"
-    matches = sorted(p for p in cache.iterdir() if p.name.startswith(prefix) and p.suffix == ".whl")
+    prefix = f"{engine.replace('-', '_').lower()}-{version}-"
+    matches = sorted(p for p in cache.iterdir() if p.name.lower().startswith(prefix) and p.suffix == ".whl")
     return matches[0] if matches else None
 
 
