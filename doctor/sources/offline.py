@@ -15,12 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from doctor.derive.parsers import family_facts, parser_since_facts, parser_token_facts
-from doctor.derive.precision import float32_facts, online_fp8_facts
-from doctor.derive.spelling import spelling_facts
 from doctor.errors import InputError
 from doctor.facts import Facts
-from doctor.versions import orderable_version
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -376,6 +372,13 @@ def _program(argv: list[str]) -> str:
 # ------------------------------------------------------------------------------------------ all together
 def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     """Every offline input as facts, on top of ``live`` facts (which win: they were observed just now)."""
+    # Imported here, not with the module: `check` reads this module's input types before it starts the probes,
+    # and the derivation (its analyzer registry ordered at import) is better paid while they wait on the network.
+    from doctor.derive.parsers import family_facts, parser_since_facts, parser_token_facts
+    from doctor.derive.precision import float32_facts, online_fp8_facts
+    from doctor.derive.spelling import spelling_facts
+    from doctor.versions import orderable_version
+
     facts = Facts()
     if live is not None:
         facts.update(live)
