@@ -2,7 +2,7 @@
 as fresh processes taking turns run by run.
 
     python bench/bench_vs_base.py /work/wt/base [--runs 7] [--only check-endpoint-vllm,lint] [--callgrind]
-                                               [--no-report]
+                                               [--cold] [--no-report]
 
 Both trees run under this interpreter, each with its own PYTHONPATH and bytecode cache (PYTHONPYCACHEPREFIX
 under a temporary folder, warmed by one run each, so neither tree is written to), on the same inputs: this
@@ -13,7 +13,10 @@ over one copy of the scenario fleet (fixtures/prometheus/scenarios.py, backfille
 and promtool). Reported per command: min / median / max wall milliseconds of each tree and of the per-run
 ratio this tree ÷ the other (above 1: slower here). On a shared machine wall time is noisy; ``--callgrind`` adds
 each offline command's instruction count under valgrind (one run per tree), which load does not move, and
-each ``check --endpoint``'s (the client's own: the replay server is another process).
+each ``check --endpoint``'s and ``snapshot``'s (the client's own: the replay server is another process).
+``--cold`` counts them once more with an empty cache directory of each tree's own (``LLMDOCTOR_CACHE_DIR``):
+the first run after an install or an upgrade, before doctor/datacache.py holds anything. ``serve-start`` is
+``llmdoctor serve`` from its start until it logs that it listens (then stopped with SIGTERM).
 ``--lint-loop N`` also runs each tree's own bench/bench_lint.py N times in turn (1,000 lints in one process, the
 per-lint cost after start-up) and compares its ms per command.
 """
@@ -24,6 +27,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,7 +45,9 @@ LOG = FIXTURES / "live" / "vllm-0.32.0-cpu" / "devmode" / "server.log"
 #: Commands that touch no server: their instruction counts are deterministic (``--callgrind``; the endpoint checks
 #: are counted too, the client's side only).
 OFFLINE = ("version", "help", "check-help", "lint", "lint-config-gpu", "plan", "inspect", "check-command", "check-log",
-           "check-metrics")
+           "check-metrics", "check-snapshot", "serve-start")
+#: Commands with a server on the other side whose client-side count is still the same run to run.
+CLIENT = ("snapshot",)
 
 
 def commands(endpoints: dict[str, str], work: Path, report: list[str] | None) -> dict[str, list[str]]:
@@ -58,6 +64,8 @@ def commands(endpoints: dict[str, str], work: Path, report: list[str] | None) ->
                           "--fail-on", "never"],
         "check-log": ["check", "--log", str(LOG), "--fail-on", "never"],
         "check-metrics": ["check", "--metrics", str(FIXTURES / "metrics" / "vllm_1.prom"), "--fail-on", "never"],
+        "check-snapshot": ["check", "--snapshot", "example:vllm-kv-full", "--fail-on", "never"],
+        "serve-start": ["serve", "--listen", "127.0.0.1:0", "--timeout", "1"],
     }
     for engine, endpoint in endpoints.items():
         out[f"check-endpoint-{engine}"] = ["check", "--endpoint", endpoint, "--fail-on", "never"]
@@ -79,9 +87,41 @@ def tree_env(tree: Path, cache: Path, base: dict[str, str]) -> dict[str, str]:
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=env["PYTHONPATH"],
-                   check=False)
+    if "serve" in argv:
+        until_listening(argv, env)
+    else:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=env["PYTHONPATH"],
+                       check=False)
     return time.perf_counter() - start
+
+
+def until_listening(argv: list[str], env: dict[str, str]) -> str:
+    """Run ``llmdoctor serve`` until it logs that it listens, then stop it (SIGTERM: its own clean exit); its
+    stderr."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=env["PYTHONPATH"])
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "listening on http" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    lines.append(proc.communicate(timeout=120)[1])
+    return "".join(lines)
+
+
+def counted(argv: list[str], env: dict[str, str]) -> int | None:
+    """Instructions of one run (bench_check.instructions; ``serve`` until it listens)."""
+    from bench_check import instructions
+
+    if "serve" not in argv:
+        return instructions(argv, env)
+    if shutil.which("valgrind") is None:
+        return None
+    found = re.search(r"refs:\s+([\d,]+)",
+                      until_listening(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env))
+    return int(found.group(1).replace(",", "")) if found else None
 
 
 def spread(values: list[float], scale: float = 1.0, fmt: str = ".1f") -> str:
@@ -108,11 +148,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated labels (default: all)")
     parser.add_argument("--callgrind", action="store_true", help="also count instructions of the offline commands")
+    parser.add_argument("--cold", action="store_true",
+                        help="with --callgrind: count them also with an empty cache directory (a first run)")
     parser.add_argument("--no-report", action="store_true", help="leave out `report` (needs prometheus)")
     parser.add_argument("--lint-loop", type=int, default=0, metavar="N",
                         help="also run each tree's bench/bench_lint.py N times in turn")
     args = parser.parse_args()
-    from bench_check import child_env, engine_process, instructions, model_home
+    from bench_check import child_env, engine_process, model_home
 
     trees = {"here": ROOT, "base": args.base.resolve()}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -138,10 +180,16 @@ def main() -> None:
                 for name in trees:
                     times[label][name].append(timed(argv[label], envs[name]))
         loops = lint_loops(trees, envs, args.lint_loop) if args.lint_loop else {}
-        counts = {}
+        counts, cold = {}, {}
+        countable = [label for label in argv if label in OFFLINE + CLIENT or label.startswith("check-endpoint")]
         if args.callgrind:
-            counts = {label: {n: instructions(argv[label], envs[n]) for n in trees} for label in argv
-                      if label in OFFLINE or label.startswith("check-endpoint")}
+            counts = {label: {n: counted(argv[label], envs[n]) for n in trees} for label in countable}
+        if args.callgrind and args.cold:
+            for label in countable:
+                cold[label] = {}
+                for n in trees:
+                    empty = work / f"cold-{n}-{label}"
+                    cold[label][n] = counted(argv[label], {**envs[n], "LLMDOCTOR_CACHE_DIR": str(empty)})
     print(f"this tree {ROOT} vs {trees['base']}: {args.runs} interleaved runs of fresh processes, "
           f"python {sys.version.split()[0]}; min / median / max")
     print(f"{'command':28s} {'here ms':>22s} {'base ms':>22s} {'here ÷ base':>20s}")
@@ -149,10 +197,11 @@ def main() -> None:
         ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]
         line = f"{label:28s} {spread(per['here'], 1000):>22s} {spread(per['base'], 1000):>22s} " \
                f"{spread(ratios, fmt='.2f'):>20s}"
-        count = counts.get(label)
-        if count and count["here"] and count["base"]:
-            line += f"   instructions {count['here'] / 1e6:.0f} M vs {count['base'] / 1e6:.0f} M " \
-                    f"({count['here'] / count['base']:.3f})"
+        for what, table_ in (("instructions", counts), ("cold", cold)):
+            count = table_.get(label)
+            if count and count["here"] and count["base"]:
+                line += f"   {what} {count['here'] / 1e6:.0f} M vs {count['base'] / 1e6:.0f} M " \
+                        f"({count['here'] / count['base']:.3f})"
         print(line)
     for what, per in loops.items():
         ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]

@@ -45,6 +45,9 @@ HEALTHY = "healthy"
 #: the tolerated drop of the worked part's top-3 before --check-baseline fails (percentage points)
 TOLERANCE_POINTS = 2.0
 REQUIRED = ("id", "url", "date", "engine", "symptom", "batch", "evidence", "root_cause", "expected")
+#: what a case's evidence may hold (bench/incidents/README.md); any other key is a slip of the YAML (a log line
+#: indented as a key of its own), and the runner would silently pass the evidence without it
+EVIDENCE_KEYS = ("command", "config", "gpu", "log", "metrics", "client_output")
 
 
 class CaseError(ValueError):
@@ -133,6 +136,9 @@ def load_case(path: Path) -> Case:
     evidence = data["evidence"] or {}
     if not isinstance(evidence, dict):
         raise CaseError(f"{path}: evidence is not a mapping")
+    unknown = sorted(str(k) for k in evidence if k not in EVIDENCE_KEYS)
+    if unknown:
+        raise CaseError(f"{path}: evidence key(s) {', '.join(unknown)} not among {', '.join(EVIDENCE_KEYS)}")
     lead = data.get("false_lead") or {}
     return Case(
         path=path,
@@ -178,7 +184,7 @@ def run_case(case: Case, tmp: Path, *, stand_ins: bool = False) -> Outcome:
             argv += ["--config", str(found)]
         else:
             config_missing = True
-    for key, flag in (("log", "--log"), ("metrics", "--metrics")):
+    for key, flag in (("log", "--log"), ("metrics", "--metrics"), ("client_output", "--client-output")):
         if ev.get(key):
             f = tmp / f"{case.id}.{key}"
             f.write_text(str(ev[key]), encoding="utf-8")

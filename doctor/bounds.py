@@ -2,8 +2,9 @@
 
 A number past these is a typo or an attack, never a deployment: 1e300 requests/s overflows the arithmetic
 (exit 4, a traceback's worth of "internal error"), 1e30 GB per GPU prints "817124146124115389972480 PiB",
-NaN prints "server ok nan ms". The same check runs on command-line flags, snapshots, targets files, manifests
-and MCP arguments (which reach the flags), so a value refused in one is refused in all, with one line naming
+NaN prints "server ok nan ms", a window of 10^20 days or an --until of 1e300 overflows the clock. The same check
+runs on command-line flags, snapshots, targets files, manifests, the calibration file and MCP arguments
+(which reach the flags), so a value refused in one is refused in all, with one line naming
 where it came from (exit 2).
 """
 
@@ -38,6 +39,10 @@ BOUNDS: dict[str, Bound] = {
     "port": Bound(1, 65535, "(a TCP port)", integer=True),
     "elapsed_ms": Bound(0, 86_400_000, "milliseconds"),
     "gpu_count": Bound(1, 100_000, "GPUs", integer=True),
+    "kv_tokens": Bound(1, 1 << 40, "KV tokens", integer=True),
+    "timeout": Bound(0, 86_400, "seconds", open_low=True),
+    "duration": Bound(0, 315_360_000, "seconds (ten years)", open_low=True),
+    "unix_time": Bound(0, 253_402_300_799, "unix seconds (the year 9999)"),
 }
 
 

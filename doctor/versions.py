@@ -135,15 +135,26 @@ class Rule:
 def load_rules(path: Path) -> dict[str, dict[str, tuple[Rule, ...]]]:
     """topic -> engine -> rules sorted by ``since``, from a packaged YAML of release rules (each with ``since`` and
     the ``evidence`` it was read from: engine wheel file:line)."""
+    from doctor.datacache import cached
+
+    # sorted and normalized once per edit of the file (or of this module), kept between runs (doctor.datacache)
+    prepared = cached(f"{path.parent.name}.{path.stem}.rules", [path, Path(__file__)], lambda: _prepare_rules(path))
+    return {topic: {engine: tuple(Rule(since, values, evidence) for since, values, evidence in rules)
+                    for engine, rules in engines.items()}
+            for topic, engines in prepared.items()}
+
+
+def _prepare_rules(path: Path) -> dict[str, dict[str, list[list[Any]]]]:
+    """topic -> engine -> [since, values, evidence] sorted by ``since``, evidence on one line (marshal-able)."""
     from doctor.yamlsafe import load_packaged
 
-    out: dict[str, dict[str, tuple[Rule, ...]]] = {}
+    out: dict[str, dict[str, list[list[Any]]]] = {}
     for topic, engines in load_packaged(path).items():
         out[topic] = {}
         for engine, rules in engines.items():
-            parsed = [Rule(str(r["since"]), {k: v for k, v in r.items() if k not in ("since", "evidence")},
-                           " ".join(str(r["evidence"]).split())) for r in rules]
-            out[topic][engine] = tuple(sorted(parsed, key=lambda r: require_key(r.since)))
+            parsed = [[str(r["since"]), {k: v for k, v in r.items() if k not in ("since", "evidence")},
+                       " ".join(str(r["evidence"]).split())] for r in rules]
+            out[topic][engine] = sorted(parsed, key=lambda r: require_key(r[0]))
     return out
 
 

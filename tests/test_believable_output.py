@@ -4,6 +4,7 @@ subprocesses, over the bundled example configs and real loopback servers."""
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import SHARED_FIXTURES, run_cli
 
@@ -100,15 +101,19 @@ def test_every_help_puts_options_before_examples():
 
 
 def test_a_plan_short_of_the_asked_users_says_so_on_the_first_screen():
-    """gpt-oss-120b (real config) on one H100 for 100 users holds about 17 (SGLang's SWA pool keeps its sliding
-    layers at 0.8 × the full layers' tokens): a finding, and the replicas it would take under the verdict — not
-    "RUNS" and "Findings: none" with the count only in the JSON."""
+    """gpt-oss-120b (real config) on one H100 for 100 users holds about 15 per engine (SGLang's SWA pool keeps its
+    sliding layers at 0.8 × the full layers' tokens): a finding, and the replicas it would take under the verdict —
+    not "RUNS" and "Findings: none" with the count only in the JSON. The replica count is the users asked over
+    those one replica serves, rounded up."""
     config = str(SHARED_FIXTURES / "configs" / "openai__gpt-oss-120b.json")
     done = run_cli("plan", config, "--gpu", "H100:1", "--users", "100")
     assert done.returncode == 1, done.stderr
     head = " ".join("\n".join(done.stdout.splitlines()[:14]).split())
     assert "RUNS DEGRADED" in head and "users-exceed-kv-capacity" in head
-    assert "serves 17 of 100 concurrent requests of 32k: 6 replicas (6 GPUs)" in head
+    shortfalls = re.findall(r"serves (\d+) of 100 concurrent requests of 32k: (\d+) replicas \((\d+) GPUs\)", head)
+    assert len(shortfalls) == 2, head  # one line per engine, both on the first screen
+    for served, replicas, gpus in shortfalls:
+        assert 10 <= int(served) < 100 and int(replicas) == -(-100 // int(served)) == int(gpus)
     enough = run_cli("plan", config, "--gpu", "H100:1", "--users", "10")
     assert "users-exceed-kv-capacity" not in enough.stdout and "\nusers " not in enough.stdout
 
@@ -120,3 +125,53 @@ def test_the_plan_names_one_weights_figure_per_layout():
     text = " ".join(done.stdout.split())
     assert "the weights fit from TP8 (78.4 GiB per GPU at TP8 of 129 GiB usable)" in text
     assert "weights 93.9 GiB/GPU of 129 GiB usable" in text   # the chosen DP-attention layout's, under fit
+
+
+def _plan(config: str, gpu: str, *args: str) -> dict:
+    done = run_cli("plan", str(SHARED_FIXTURES / "configs" / config), "--gpu", gpu, *args, "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_every_alternative_passes_the_same_gates():
+    """What "What would run" proposes — more of these GPUs, smaller weights on them — runs when planned: DSA on
+    sm_89 (DeepSeek-V3.2 on 2× RTX 4090) and an FP8 checkpoint on sm_70 (DeepSeek-V3 on 2× V100) run on no
+    number of those GPUs, so no "more GPUs" is offered; where memory is the only gate (one MI300X, two A100s, a
+    BF16 GLM-5 on 8× H200) the alternative is offered and planning it runs."""
+    import re
+
+    gated = {("deepseek-ai__DeepSeek-V3.2.json", "RTX 4090:2"), ("deepseek-ai__DeepSeek-V3.json", "V100 16GB:2")}
+    offered = 0
+    for config, gpu in sorted(gated) + [("deepseek-ai__DeepSeek-V3.json", "MI300X:1"),
+                                        ("deepseek-ai__DeepSeek-V3.json", "A100 80GB:2"),
+                                        ("zai-org__GLM-5.json", "H200:8")]:
+        instead = _plan(config, gpu)["verdict"]["instead"]
+        assert instead and instead[-1].startswith("what fits"), instead
+        for line in instead[:-1]:
+            more = re.match(r"more GPUs: (\d+)× (.+?) as ", line)
+            smaller = re.match(r"smaller weights: (FP8|NVFP4) ", line)
+            assert more or smaller, line
+            assert (config, gpu) not in gated, line
+            args = (f"{more.group(2)}:{more.group(1)}",) if more else (gpu, "--weights-dtype",
+                                                                      smaller.group(1).lower())
+            status = _plan(config, *args)["verdict"]["status"]
+            assert status != "does-not-run", (config, gpu, line, status)
+            offered += 1
+    assert offered >= 3
+
+
+def test_the_plan_text_does_not_contradict_itself_on_one_gpu():
+    """MoE on one GPU (per replica) is planned without expert parallelism: no line may call EP essential or claim
+    it; and one of anything is singular ("1 GPUs", "× 1 pools", "one per 1 GPUs" were printed)."""
+    import re
+
+    cases = [("openai__gpt-oss-120b.json", "H100:1"), ("Qwen__Qwen3-30B-A3B.json", "H100:1"),
+             ("Qwen__Qwen3-30B-A3B.json", "H100:4", "--latency", "relaxed"),
+             ("deepseek-ai__DeepSeek-V3.json", "MI300X:1"), ("Qwen__Qwen3-8B.json", "H100:1")]
+    for config, gpu, *args in cases:
+        done = run_cli("plan", str(SHARED_FIXTURES / "configs" / config), "--gpu", gpu, *args, "-v")
+        assert done.returncode in (0, 1), done.stderr
+        text = " ".join(done.stdout.split())
+        assert not re.search(r"\b1 (GPUs|pools|replicas|copies)\b|× 1 pools|one per 1 ", text), (config, gpu, text)
+        if "no expert parallelism" in text:
+            assert "EP is essential" not in text and "with expert parallelism" not in text, (config, gpu, text)

@@ -217,7 +217,7 @@ def test_sglang_dsa_on_sm120_with_the_version_unknown_names_the_releases() -> No
 
 
 def test_fix_spelling_with_the_version_unknown_is_valid_on_every_release() -> None:
-    from doctor.derive.spelling import spelling_facts
+    from doctor.sources.launch import spelling_facts
 
     cmd = parse_command("python -m sglang.launch_server --model-path m --tp-size 8")
     spelling = spelling_facts(cmd).get("engine.dp_attention_flags")

@@ -9,7 +9,7 @@ the engines' source.
 from __future__ import annotations
 
 import pytest
-from conftest import SEED
+from conftest import SEED, unavailable
 from seed_commands import (
     SEED_DSV3,
     SEED_DSV3_EP,
@@ -42,7 +42,7 @@ def problem(cmd, kind: str, flag: str):
 
 def test_seed_commands_are_the_ones_in_the_seed() -> None:
     if not SEED.is_file():
-        pytest.skip(f"seed not found at {SEED}")
+        unavailable(f"seed not found at {SEED}")
     seed = SEED.read_text()
     for text in (SEED_GLM_HANDOVER, SEED_GQA, SEED_DSV3, SEED_DSV3_EP, SEED_GLM_DSA, SEED_QWEN35_MM, SEED_QWEN35):
         assert text in seed

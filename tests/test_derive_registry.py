@@ -58,6 +58,47 @@ def test_the_built_in_registry_is_ordered_by_its_declarations() -> None:
         assert not [r for r in item.reads for p in later if covers(r, p) or covers(p, r)], item.name
 
 
+def test_derive_holds_registry_analyzers_only() -> None:
+    """Issue 20 point 5: every module of doctor/derive (besides the registry) registers analyzers, and every public
+    function there is one or answers from facts alone; what reads the parsed command or the model card is input
+    reading and lives with its source (doctor/sources/launch.py, card.py)."""
+    import inspect
+    import pkgutil
+
+    import doctor.derive as package
+
+    registered = {a.run for a in ANALYZERS}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name == "registry":
+            continue
+        module = __import__(f"doctor.derive.{info.name}", fromlist=["_"])
+        own = [f for name, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__
+               and not name.startswith("_")]
+        assert any(f in registered for f in own), f"doctor/derive/{info.name}.py registers no analyzer"
+        for f in own:
+            if f not in registered:  # a helper: its inputs are facts (no command, no card)
+                params = inspect.signature(f).parameters.values()
+                assert all("Facts" in str(p.annotation) for p in params), f"{info.name}.{f.__name__} reads no facts"
+
+
+def test_derive_runs_what_a_wanted_fact_needs() -> None:
+    """``derive(facts, wanted)`` runs the producers of ``wanted`` and what they wait on, no more (the active probes'
+    context asks only what the model's family expects), and they derive what the whole derivation does."""
+    from doctor.derive import _needed, derive
+
+    assert [a.name for a in _needed(("expect.*",))] == ["derive_family"]
+    names = [a.name for a in _needed(("fit.fits",))]
+    assert "derive_fit" in names and "derive_device" in names and "derive_family" not in names
+    given = Facts()
+    given.set("launch.engine", "vllm", "test")
+    given.set("model.architectures", ["Qwen3ForCausalLM"], "test")
+    given.set("model.name", "Qwen/Qwen3-8B", "test")
+    whole = derive_all(_copy(given))
+    part = derive(_copy(given), ("expect.*",))
+    assert part.get("model.family") == "qwen3" and part.under("expect") == whole.under("expect")
+    assert "engine.name" in whole and "engine.name" not in part
+
+
 def test_kernel_facts_name_every_kernel_of_the_catalog() -> None:
     from doctor.hardware.gating import kernel_rules
 
@@ -103,6 +144,12 @@ class Recording(Facts):
     def forget(self, key: str, message: str) -> None:
         self.writes.add(key)
         super().forget(key, message)
+
+    def update(self, other: Facts, *, overwrite: bool = True) -> None:
+        """A merge writes every key of ``other`` it takes: each fact, and each reason for a key still unknown."""
+        self.writes.update(f.key for f in other if overwrite or not Facts.__contains__(self, f.key))
+        self.writes.update(k for k in other.errors if not Facts.__contains__(self, k))
+        super().update(other, overwrite=overwrite)
 
 
 def _text(path: Path) -> str:

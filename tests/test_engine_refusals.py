@@ -10,7 +10,7 @@ import re
 import zipfile
 
 import pytest
-from conftest import find_wheel_file, run_cli
+from conftest import find_wheel_file, run_cli, unavailable
 
 from doctor.engines.refusals import rules
 
@@ -65,7 +65,7 @@ def test_cited_lines_hold_the_check(site, pattern):
     engine, version = ("vllm", "0.33.0") if path.startswith("vllm/") else ("sglang", "0.5.23")
     found = find_wheel_file(engine, version)
     if found is None:
-        pytest.skip(f"{engine} {version} wheel not in LLMDOCTOR_WHEEL_DIR (tools/fetch_test_wheels.sh)")
+        unavailable(f"{engine} {version} wheel not in LLMDOCTOR_WHEEL_DIR (tools/fetch_test_wheels.sh)")
     with zipfile.ZipFile(found) as whl:
         text = whl.read(path).decode().splitlines()
     assert re.search(pattern, text[int(line) - 1]), text[int(line) - 1]

@@ -445,3 +445,38 @@ def test_a_config_error_inside_pydantics_line_is_matched_to_its_template() -> No
     for case_id, line in lines:
         match = cat.match_line(line, "vllm", None)
         assert match is not None and match.catalog == "vllm" and match.cause, (case_id, line, match)
+
+
+def test_a_line_pasted_without_its_backticks_is_matched_to_its_template() -> None:
+    """A log pasted into an issue outside a code block loses the backticks the engines put around names: vLLM
+    0.8.2's KV refusal as vllm-project/vllm#15617 shows it (bench/incidents/i456-vllm-15617.yaml) is still its
+    template, and a line that has backticks is matched only as printed."""
+    line = ("ERROR 03-27 16:43:19 [core.py:343] ValueError: To serve at least one request with the models's max seq "
+            "len (116160), (4.43 GB KV cache is needed, which is larger than the available KV cache memory (3.48 GB). "
+            "Try increasing gpu_memory_utilization or decreasing max_model_len when initializing the engine.")
+    match = cat.match_line(line, "vllm", "0.8.2")
+    assert match is not None and match.cause == "kv-cache-too-small-for-max-len"
+    assert match.in_release and match.ordered[0] == 116160
+    # backticks in the wrong places are no paste of the template
+    assert cat.match_line(line.replace("gpu_memory_utilization", "`gpu_memory`_utilization"), "vllm", "0.8.2") is None
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_every_template_with_backticks_is_matched_without_them(engine: str) -> None:
+    """Each template's rendering with its backticks dropped is matched back to a template of the same text
+    (holes filled with fixed values)."""
+    catalog = cat.load(engine)
+    ticked = [t for t in sorted(catalog.templates)
+              if any(isinstance(p, str) and "`" in p for p in catalog.templates[t]["parts"])]
+    assert len(ticked) > 100
+    for tid in random.Random(0).sample(ticked, 60):
+        parts = catalog.templates[tid]["parts"]
+        line = "".join(p.replace("`", "") if isinstance(p, str) else ("7" if p["type"] in ("int", "float") else "qzx")
+                       for p in parts)
+        found = cat.match_line(line, engine, None)
+        # this template, or one that fixes as many letters of the line (two templates may differ only in their
+        # holes' names; a hole's value may end in a one-letter literal of another: `x` must be a CUDA tensor.)
+        def letters(tparts: list) -> int:
+            return sum(c.isalpha() for p in tparts if isinstance(p, str) for c in p)
+
+        assert found is not None and letters(catalog.templates[found.template]["parts"]) >= letters(parts), (tid, line)

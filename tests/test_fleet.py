@@ -101,12 +101,12 @@ def test_bad_targets_files(tmp_path: Path, text: str, message: str) -> None:
 
 def test_what_a_fleet_learns_once_per_shape_gives_each_target_its_own_answer(tmp_path: Path) -> None:
     """check --targets works out a scrape's redaction and a model's family once per shape (doctor/probes/metrics.py
-    _clean, doctor/derive/parsers.py _family_facts): over three different real vLLM scrapes, interleaved, across
+    _clean, doctor/derive/family.py _family_facts): over three different real vLLM scrapes, interleaved, across
     two worker processes, each target's answer is the one a lone check of it gives with nothing remembered."""
     from contextlib import ExitStack
 
     from doctor.commands.fleet import TargetSpec, check_target
-    from doctor.derive.parsers import _family_facts
+    from doctor.derive.family import _family_facts
     from doctor.probes.metrics import _clean
 
     scrapes = [ROOT / "fixtures" / "metrics" / name for name in ("vllm_1.prom", "vllm_2.prom", "vllm_3.prom")]

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, SHARED_FIXTURES, requires_shared
+from conftest import ROOT, SHARED_FIXTURES, requires_shared, unavailable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +37,7 @@ MIB = 2**20
 def _text(name: str) -> str:
     path = NVML / name
     if not path.is_file():
-        pytest.skip(f"real reading {path} not available")
+        unavailable(f"real reading {path} not available")
     return path.read_text(encoding="utf-8", errors="replace")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SHARED_FIXTURES, requires_shared
+from conftest import SHARED_FIXTURES, requires_shared, unavailable
 
 from doctor.hardware.catalog import all_gpus, lookup_gpu, normalize
 from doctor.probes.gpu import read_nvidia_smi
@@ -100,7 +100,7 @@ def test_amd_entries_carry_gfx_not_sm() -> None:
 def _readings(name: str) -> list:
     path = NVML / name
     if not path.is_file():
-        pytest.skip(f"real reading {path} not available")
+        unavailable(f"real reading {path} not available")
     return read_nvidia_smi(path.read_text(encoding="utf-8", errors="replace"), name)
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
 LIVE = ROOT / "fixtures" / "live"
 #: only worked batches are read here (a blind batch is never run before it is measured)
-WORKED = {1, 2, 3}
+WORKED = {1, 2, 3, 4}
 
 
 def _case_log(case_id: str, tmp_path: Path) -> Path:
@@ -144,3 +144,157 @@ def test_a_skipped_model_module_alone_is_no_missing_dependency(tmp_path: Path) -
     cut.write_text("".join(line for line in text.splitlines(keepends=True) if "Model architectures" not in line),
                    encoding="utf-8")
     assert "engine-dependency-missing" not in _causes(cut)
+
+
+def test_a_log_that_ends_in_cuda_graph_capture_names_the_capture_at_low_confidence(tmp_path: Path) -> None:
+    """vllm-project/vllm#11251 (i081): vLLM 0.6.4's log ends at "Capturing cudagraphs for decoding" (the V0 worker's
+    wording) with no error line after it: the start died in the capture, named as a warning at low confidence.
+    The same log with the V0 finish line, or with an error line after the capture, is no such finding."""
+    log = _case_log("i081-vllm-11251", tmp_path)
+    facts = {f.key: f.value for f in read_log_input(str(log)).facts}
+    assert facts["log.cuda_graph"] == "capturing"
+    doc = _check("--log", str(log), "--engine-version", "0.6.4.post1", "--symptom", "launch-failure")
+    [finding] = [f for f in doc["findings"] if f["id"] == "cuda-graph-capture-oom"]
+    assert finding["severity"] == "warning" and finding["confidence"] == "low"
+    text = log.read_text(encoding="utf-8")
+    done = tmp_path / "done.log"
+    done.write_text(text + "INFO 12-20 20:25:59 model_runner.py:1527] Graph capturing finished in 10 secs.\n",
+                    encoding="utf-8")
+    assert {f.key: f.value for f in read_log_input(str(done)).facts}["log.cuda_graph"] == "captured"
+    other = tmp_path / "other.log"
+    other.write_text(text + "RuntimeError: CUDA error: an illegal memory access was encountered\n", encoding="utf-8")
+    for path in (done, other):
+        doc = _check("--log", str(path), "--engine-version", "0.6.4.post1", "--symptom", "launch-failure")
+        assert "cuda-graph-capture-oom" not in [f["id"] for f in doc["findings"]]
+
+
+@pytest.mark.parametrize("case_id, why", [
+    ("i421-vllm-omni-2859", "vllm_omni/patch.py imports vllm.inputs.data, which vLLM 0.19.0 does not have"),
+    ("i466-LMCache-1001", "vLLM 0.9.1's scheduler calls LMCache's adapter, which reads a field of a later release"),
+])
+def test_a_plugin_failing_on_the_engines_internals_is_a_version_mismatch(case_id: str, why: str,
+                                                                         tmp_path: Path) -> None:
+    assert "plugin-engine-version-mismatch" in _causes(_case_log(case_id, tmp_path)), why
+
+
+def test_the_engines_own_missing_module_or_attribute_is_no_plugin(tmp_path: Path) -> None:
+    """The same exceptions raised in the engine's own frames (a module the engine imports, an attribute of its own
+    objects) are no plugin's doing; nor are the healthy real starts."""
+    path = tmp_path / "own.log"
+    path.write_text(
+        'Traceback (most recent call last):\n'
+        '  File "/usr/lib/python3.12/site-packages/vllm/entrypoints/cli/main.py", line 7, in <module>\n'
+        '    from vllm.inputs.data import TokensPrompt\n'
+        "ModuleNotFoundError: No module named 'vllm.inputs.data'\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/core/sched/scheduler.py", line 563, in schedule\n'
+        '    meta = self.connector.build_connector_meta(scheduler_output)\n'
+        '  File "/usr/lib/python3.12/site-packages/vllm/distributed/kv_transfer/base.py", line 9, in build\n'
+        '    return x.req_ids\n'
+        "AttributeError: 'list' object has no attribute 'req_ids'\n", encoding="utf-8")
+    assert "plugin-engine-version-mismatch" not in _causes(path)
+    for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
+        assert "plugin-engine-version-mismatch" not in _causes(LIVE / name)
+
+
+@pytest.mark.parametrize("case_id", ["i477-vllm-ascend-183", "i478-sglang-3075", "i479-sglang-577"])
+def test_a_checkpoint_tensor_the_model_has_no_parameter_for(case_id: str, tmp_path: Path) -> None:
+    """The weight loaders' `param = params_dict[name]` then KeyError (vLLM on Ascend and SGLang's EP MoE layer for
+    block-FP8 scales, SGLang's tied Gemma head for lm_head.weight); a quantized checkpoint read as unquantized
+    (`qweight`, i006) keeps its own cause."""
+    assert "checkpoint-tensor-without-parameter" in _causes(_case_log(case_id, tmp_path))
+
+
+def test_a_quantized_tensor_read_as_unquantized_keeps_its_cause(tmp_path: Path) -> None:
+    path = tmp_path / "qweight.log"
+    path.write_text('  File "/x/vllm/model_executor/models/llama.py", line 380, in load_weights\n'
+                    "    param = params_dict[name]\n"
+                    "KeyError: 'model.layers.0.mlp.down_proj.qweight'\n", encoding="utf-8")
+    doc = _check("--log", str(path), "--engine-version", "0.3.3", "--symptom", "launch-failure")
+    ids = [f["id"] for f in doc["findings"]]
+    assert ids[0] == "quantization-not-detected" and "checkpoint-tensor-without-parameter" not in ids
+
+
+@pytest.mark.parametrize("case_id, symptom, cause", [
+    ("i018-langchain4j-3475", "tools-ignored", "auto-tool-choice-missing"),  # vLLM's HTTP 400 body
+    ("i179-vllm-17977", "launch-failure", "chat-template-missing"),  # transformers' refusal, relayed as the 400
+    ("i402-ogx-4534", "launch-failure", "context-shorter-than-requests"),  # inside openai's BadRequestError dict
+])
+def test_what_the_client_got_back_is_read_for_the_engines_message(case_id: str, symptom: str, cause: str,
+                                                                  tmp_path: Path) -> None:
+    """`check --client-output FILE`: the client's error quotes the engine's refusal of the request (a JSON or
+    Python-dict error body's "message" is matched alone); the same text without the option is not read."""
+    data = yaml.safe_load((CASES / f"{case_id}.yaml").read_text(encoding="utf-8"))
+    path = tmp_path / "client.txt"
+    path.write_text(str(data["evidence"]["client_output"]), encoding="utf-8")
+    doc = _check("--client-output", str(path), "--symptom", symptom)
+    assert cause in [f["id"] for f in doc["findings"]]
+    assert doc["facts"]["log.causes"]["source"].startswith("log --client-output ")
+    doc = _check("--symptom", symptom)
+    assert cause not in [f["id"] for f in doc["findings"]]
+
+
+def test_a_message_field_is_matched_inside_an_error_body() -> None:
+    from doctor.logs import catalog as cat
+
+    body = ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"This model's maximum context "
+            "length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). "
+            "Please reduce the length of the messages or completion.\", 'type': 'BadRequestError', 'code': 400}")
+    match = cat.match_line(body, "vllm", "0.6.0")
+    assert match is not None and match.ordered[0] == 6048 and match.cause == "context-shorter-than-requests"
+    assert match.sites[0].file == "vllm/entrypoints/openai/serving_engine.py"
+    assert cat.match_line("{'object': 'error', 'message': 'hello there', 'code': 400}", "vllm", None) is None
+
+
+@pytest.mark.parametrize("case_id", ["i231-sglang-32105", "i308-sglang-4717"])
+def test_a_capture_refused_by_the_stream_or_the_allocator_is_no_memory_fault(case_id: str, tmp_path: Path) -> None:
+    """CUDA's capture errors (cudaErrorStreamCaptureUnsupported, sgl-project/sglang#32105) and PyTorch's allocator
+    assert during capture (captures_underway, sgl-project/sglang#4717) name cuda-graph-capture-failed."""
+    causes = _causes(_case_log(case_id, tmp_path))
+    assert "cuda-graph-capture-failed" in causes and "cuda-graph-capture-oom" not in causes
+
+
+def test_an_error_after_the_capture_began_is_a_capture_failure(tmp_path: Path) -> None:
+    """sgl-project/sglang#24740 (i232): "Capture cuda graph begin", then Python's AttributeError from the custom
+    all-reduce's capture(): the error ended the start in the capture. An out-of-memory there names its own cause."""
+    log = _case_log("i232-sglang-24740", tmp_path)
+    doc = _check("--log", str(log), "--symptom", "launch-failure")
+    assert "cuda-graph-capture-failed" in [f["id"] for f in doc["findings"]][:3]
+    oom = tmp_path / "oom.log"
+    oom.write_text(log.read_text(encoding="utf-8").splitlines()[0] + "\nException: Capture cuda graph failed: CUDA "
+                   "out of memory. Tried to allocate 2.00 GiB\n", encoding="utf-8")
+    ids = [f["id"] for f in _check("--log", str(oom), "--symptom", "launch-failure")["findings"]]
+    assert "cuda-graph-capture-oom" in ids and "cuda-graph-capture-failed" not in ids
+    for name in ("sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"):
+        assert "cuda-graph-capture-failed" not in _causes(LIVE / name)
+
+
+@pytest.mark.parametrize("case_id", ["i220-joycaption-45", "i424-glm-v-8"])
+def test_a_transformers_processor_out_of_step_with_the_engine(case_id: str, tmp_path: Path) -> None:
+    """The engine's placeholder merge refused (vllm/model_executor/models/utils.py:396-399, 0.8.5.post1) and a
+    model's transformers processor refusing the engine's arguments (Glm4vProcessor.__init__); vLLM's own classes
+    (no family in their name) are not read as transformers'."""
+    assert "transformers-version-mismatch" in _causes(_case_log(case_id, tmp_path))
+    path = tmp_path / "own.log"
+    path.write_text("TypeError: Processor.__init__() got an unexpected keyword argument 'mm_registry'\n"
+                    "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n", encoding="utf-8")
+    assert "transformers-version-mismatch" not in _causes(path)
+
+
+def test_what_failed_comes_before_the_stage_that_raised_it(tmp_path: Path) -> None:
+    """llm-d/llm-d#352 (i247): the log names nccl-init-failed and, by the start-up stage its line was raised in,
+    device-init-failed; both critical at high confidence. Among equals a stage cause (log_node.stage) comes after the
+    causes that say what failed, whatever the ids' alphabet."""
+    data = yaml.safe_load((CASES / "i247-llm-d-352.yaml").read_text(encoding="utf-8"))
+    args = ["--log", str(_case_log("i247-llm-d-352", tmp_path)), "--symptom", "launch-failure"]
+    if data.get("version"):
+        args += ["--engine-version", str(data["version"])]
+    ids = [f["id"] for f in _check(*args)["findings"]]
+    assert ids.index("nccl-init-failed") < ids.index("device-init-failed")
+
+
+def test_a_gpu_below_the_engines_minimum_is_the_fault_not_its_dtype(tmp_path: Path) -> None:
+    """vllm-project/vllm#1284 (i015): a P100 logs both the bfloat16 refusal and "compute capability below 7.0 are
+    not supported"; no dtype makes it run, so the arch refusal is the finding and the dtype's yields to it."""
+    ids = [f["id"] for f in _check("--log", str(_case_log("i015-vllm-1284", tmp_path)), "--symptom",
+                                   "launch-failure")["findings"]]
+    assert ids[0] == "gpu-arch-unsupported" and "bf16-unsupported-gpu" not in ids

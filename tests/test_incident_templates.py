@@ -40,8 +40,6 @@ GENERIC = {
     "lower-bae73ed4ed": "pydantic's title line ('N validation error for <Config>'): the next line holds vLLM's message",
     "sglang-d226216468": "Python's AttributeError wording ('X' object has no attribute 'y'): an engine bug, no setting "
                          "causes it",
-    "vllm-4b75cbc9e8": "multimodal placeholders and features disagree: a mismatch between the engine's and "
-                       "transformers' processors whose side the inputs do not say (transformers' version decides)",
     "vllm-c8fe5c0cab": "a fallback notice (FlashInfer absent: PyTorch's own top-p/top-k sampling is used); the server "
                        "starts and samples correctly",
     "sglang-1c8de3112f": "SGLang logs it for every model module that fails to import at start-up, healthy CPU builds "
@@ -59,8 +57,6 @@ GENERIC = {
                         "that raised it has the fault, no setting causes it",
     "vllm-9f0e4b0b2b": "Python's AttributeError wording ('X object has no attribute y'; vLLM's LoRA layer's site of "
                        "it): an engine or plugin bug, no setting causes it",
-    "lower-33c443f7b3": "Python's TypeError wording ('X.__init__() got multiple values for argument y', Triton's site): "
-                        "a caller built against another version of the callee; the traceback's frames say which",
     "vllm-c1aa607279": _WRAPPER,  # EngineCore encountered a fatal error. (the exception follows)
     "lower-a15b798d12": "CUDA's illegal memory access: a kernel's bug or a GPU fault, which the kernel log's Xid line "
                         "decides (gpu-xid-error), not these words",

@@ -7,7 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import SHARED_FIXTURES, requires_shared, run_cli, shared_config
+from conftest import (
+    SHARED_FIXTURES,
+    WHEEL_DIR,
+    find_wheel_file,
+    requires_shared,
+    run_cli,
+    shared_config,
+    unavailable,
+)
 
 from doctor.derive import derive_all
 from doctor.facts import Facts
@@ -134,11 +142,10 @@ def test_spec_decode_acceptance_from_the_engines_log_line(tmp_path: Path) -> Non
 def test_spec_metric_names_are_the_engines_own() -> None:
     """The names the acceptance rate is read from (doctor/probes/metric_names.yaml): SGLang's are in its
     catalog; vLLM declares its counters in a tuple list the catalog generator does not see, so they are checked
-    against the real 0.32.0 wheel (vllm/v1/spec_decode/metrics.py:230-231) when it is on this machine."""
+    against the real 0.33.0 wheel (vllm/v1/spec_decode/metrics.py:230-231) that tools/fetch_test_wheels.sh
+    fetches."""
     import re
     import zipfile
-
-    import pytest
 
     from doctor.engines.catalog import load_catalog
 
@@ -146,9 +153,9 @@ def test_spec_metric_names_are_the_engines_own() -> None:
     assert '"vllm:spec_decode_num_draft_tokens"' in names and '"sglang:spec_accept_rate"' in names
     sglang = {m["name"] for m in load_catalog("sglang").metrics}
     assert {"sglang:spec_accept_rate", "sglang:spec_accept_length"} <= sglang
-    wheel = next(iter(sorted(Path("/work/team/wheels").glob("vllm-0.32.0-*.whl"))), None)
+    wheel = find_wheel_file("vllm", "0.33.0")
     if wheel is None:
-        pytest.skip("the vLLM 0.32.0 wheel is not in /work/team/wheels")
+        unavailable(f"vllm-0.33.0-*.whl not in {WHEEL_DIR} (set LLMDOCTOR_WHEEL_DIR; tools/fetch_test_wheels.sh)")
     source = zipfile.ZipFile(wheel).read("vllm/v1/spec_decode/metrics.py").decode()
     declared = set(re.findall(r'"(vllm:spec_decode_[a-z_]+)"', source))
     assert {"vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens"} <= declared

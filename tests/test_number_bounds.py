@@ -115,6 +115,49 @@ def test_gpu_mem_flag(command, value):
         assert "not a GPU's memory" not in err
 
 
+@pytest.mark.parametrize("flag, kind", [("--timeout", "timeout"), ("--until", "unix_time")])
+@SETTINGS
+@given(value=HOSTILE)
+def test_report_flags(flag, kind, value):
+    """`report --until 1e300` overflowed the clock (exit 4), `--timeout nan` was taken: checked before Prometheus
+    is asked (nothing listens on the port: a plausible value gets as far as "cannot reach", exit 3)."""
+    rc, _out, err = cli("report", "--prometheus", "http://127.0.0.1:9", flag, _text(value), "--format", "json")
+    refused_or_accepted(kind, value, rc, err, flag)
+    if problem(kind, value) is None:
+        assert rc == 3, err
+
+
+#: Every flag read as a Prometheus duration (doctor/report/promql.py parse_duration), with a command that reads it.
+DURATIONS = [("report", "--prometheus", "http://127.0.0.1:9", "--since"),
+             ("report", "--prometheus", "http://127.0.0.1:9", "--trend"),
+             ("rules", "--for"), ("rules", "--range"), ("rules", "--report", "--every")]
+
+
+@pytest.mark.parametrize("command", DURATIONS, ids=lambda c: " ".join((c[0], c[-1])))
+@SETTINGS
+@given(count=st.integers(min_value=1, max_value=10**25) | st.sampled_from([1, 10**8, 10**20]),
+       unit=st.sampled_from(["ms", "s", "m", "h", "d", "w", "y"]))
+def test_duration_flags(command, count, unit):
+    """A window of 10^20 days overflowed the clock (exit 4); one past the bound is refused naming its flag."""
+    from doctor.report.promql import _UNITS
+
+    rc, _out, err = cli(*command, f"{count}{unit}")
+    if command[-1] == "--trend" and rc == 2 and "two --step" in err:
+        return  # a trend shorter than two steps: refused by its own rule, not this one
+    refused_or_accepted("duration", count * _UNITS[unit], rc, err, command[-1])
+
+
+def test_serve_timeout_is_bounded_too():
+    """click's FloatRange lets NaN through (every comparison with it is false): serve ran with --timeout nan."""
+    from conftest import run_cli  # a child with a deadline: a serve that takes the value listens until killed
+
+    done = run_cli("serve", "--listen", "127.0.0.1:0", "--out-dir", "/nonexistent", "--timeout", "nan", timeout=30)
+    assert done.returncode == 2 and done.stderr == "llmdoctor: --timeout: expected a finite number, got nan\n"
+    done = run_cli("serve", "--listen", "127.0.0.1:0", "--out-dir", "/nonexistent", "--dedup-window",
+                   "99999999999999999999d", timeout=30)
+    assert done.returncode == 2 and "--dedup-window: 8.64e+24 is out of range" in done.stderr, done.stderr
+
+
 def _snapshot(tmp_path: Path, change) -> Path:
     doc = json.loads(SNAPSHOT.read_text())
     change(doc)
@@ -141,6 +184,50 @@ def test_snapshot_numbers(tmp_path_factory, key, kind, change, value):
     refused_or_accepted(kind, value, rc, err, key)
     if rc in (0, 1):
         json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+
+
+@SETTINGS
+@given(count=st.integers(min_value=-10**22, max_value=10**22) | st.sampled_from([1, 8, 100_000, 100_001, 10**20]),
+       memory=st.floats(min_value=1e-3, allow_nan=False, allow_infinity=False) | st.sampled_from([1e300, 1e30, 80]))
+def test_snapshot_gpu(tmp_path_factory, count, memory):
+    """A snapshot's recorded --gpu and --gpu-mem are read as the flags are, the refusal naming the snapshot's key."""
+    def change(doc):
+        doc["extra"]["inputs"].update(gpu=f"H100:{count}", gpu_mem=f"{memory!r}GB")
+
+    path = _snapshot(tmp_path_factory.mktemp("g"), change)
+    rc, out, err = cli("check", "--snapshot", str(path), "--format", "json")
+    assert rc != 4 and "internal error" not in err, err
+    if not BOUNDS["gpu_mem"].low <= memory * 1e9 <= BOUNDS["gpu_mem"].high:
+        assert rc == 2 and err.count("\n") == 1 and "extra.inputs.gpu_mem" in err, err
+    elif count >= 0 and problem("gpu_count", count):  # "H100:-1" reads as a GPU name the catalog lacks
+        assert rc == 2 and err.count("\n") == 1 and "extra.inputs.gpu" in err, err
+    elif count > 0:
+        assert rc in (0, 1), err
+
+
+@pytest.mark.parametrize("key", ["measured", "expected", "tp"])
+@SETTINGS
+@given(value=HOSTILE)
+def test_calibration_file_numbers(tmp_path_factory, monkeypatch, key, value):
+    """The user's calibration file (doctor/model/calibration.py) is read by plan, lint and check: an edited or
+    damaged entry (expected 0 divided by zero, exit 4; 10^23 printed a ±10^20 % band) is one line naming the
+    file and the entry's key, exit 2."""
+    folder = tmp_path_factory.mktemp("cal")
+    run = {"models": ["seed-gqa-27b"], "gpu": "H100 80GB", "engine": "vllm", "version": "0.11.0", "tp": 1,
+           "measured": 200000, "expected": 198000}
+    run[key] = value
+    (folder / "calibration.json").write_text(json.dumps({"schema": "llmdoctor.calibration/1", "runs": [run]}))
+    monkeypatch.setenv("LLMDOCTOR_DATA_DIR", str(folder))
+    kind = "gpu_count" if key == "tp" else "kv_tokens"
+    for args in (("calibrate", "show"), ("plan", "example:seed-gqa-27b", "--gpu", "H100 80GB:1", "--format", "json")):
+        rc, _out, err = cli(*args)
+        assert rc != 4 and "Traceback" not in err and "internal error" not in err, err
+        ratio_ok = key == "tp" or 1 / 4 <= (value / 198000 if key == "measured" else 200000 / value) <= 4 \
+            if isinstance(value, (int, float)) and not problem(kind, value) else True
+        if problem(kind, value) is not None or not ratio_ok:
+            assert rc == 2 and err.count("\n") == 1 and f"runs[0].{key}" in err and str(folder) in err, err
+        else:
+            assert rc in (0, 1), err
 
 
 @pytest.mark.parametrize("where", ["endpoint", "gpu"])
@@ -191,6 +278,43 @@ def test_mcp_arguments_reach_the_same_checks():
         text = result.content[0].text
         assert "out of range" in text and ("--users" in text or "--context" in text), text
     assert not _is_error(results[3])
+
+
+#: Every number an MCP tool takes (doctor/serve/mcp.py), with the rest of a call, the bound it reaches and the
+#: names a refusal may give (the SDK's own validation names the argument; the CLI's names the flag).
+MCP_NUMBERS = [
+    ("plan", {"config": "example:seed-gqa-27b", "gpu": "H100:1"}, "users", "users", ("users", "--users")),
+    ("plan", {"config": "example:seed-gqa-27b", "gpu": "H100:1"}, "context", "context", ("context", "--context")),
+    ("inspect", {"config": "example:seed-gqa-27b"}, "context", "context", ("context", "--context")),
+    ("lint", {"command": "vllm serve /models/m"}, "users", "users", ("users", "--users")),
+    ("lint", {"command": "vllm serve /models/m"}, "context", "context", ("context", "--context")),
+    ("check", {"snapshot": "example:vllm-kv-full"}, "timeout_s", "timeout", ("timeout_s", "--timeout")),
+]
+
+
+@pytest.mark.parametrize("tool, rest, name, kind, says", MCP_NUMBERS, ids=lambda v: v if isinstance(v, str) else "")
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=HOSTILE)
+def test_mcp_arguments(tool, rest, name, kind, says, value):
+    """The MCP server's own call path (argument validation, then the CLI child): an implausible number is the
+    tool's error naming the argument or its flag, never an internal error; the tighter ranges the tools declare
+    (check's timeout_s 0.05-120 s, like the CLI's) refuse more, never less."""
+    pytest.importorskip("mcp", reason="the mcp SDK is the [mcp] extra")
+    import asyncio
+
+    from doctor.serve.mcp import ToolError, server
+
+    argument = str(value) if name == "context" and tool in ("plan", "inspect") else value
+    try:
+        asyncio.run(server.call_tool(tool, {**rest, name: argument}))
+        error = None
+    except ToolError as exc:
+        error = str(exc)
+    assert error is None or ("internal error" not in error and "Traceback" not in error), error
+    if problem(kind, value) is not None:
+        assert error is not None and any(word in error for word in says), (tool, name, value, error)
+    elif error is not None:  # refused for another reason: the argument's own declared range or type, named
+        assert any(word in error for word in says), (tool, name, value, error)
 
 
 def test_the_bounds_table_is_sane():

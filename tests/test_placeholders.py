@@ -21,7 +21,8 @@ from doctor.engines.placeholders import expand, holes
     ("${PORT-8000}", "8000", "shell"), ("${PORT:=8000}", "8000", "shell"), ("/m/${NAME:-qwen}/x", "/m/qwen/x", "shell"),
     ("{{ .Values.port }}", None, "helm"), ("{{- .Values.port | default 8000 -}}", "8000", "helm"),
     ('{{ .Values.model | default "Qwen/Qwen3-8B" }}', "Qwen/Qwen3-8B", "helm"), ("<model>", None, "readme"),
-    ("$(cat /etc/model)", None, "substitution"),
+    ("$(cat /etc/model)", None, "substitution"), ("$1", None, "shell"), ("${2}", None, "shell"),
+    ("${1:-0}", "0", "shell"), ("$@", None, "shell"),
 ])
 def test_placeholder_forms(word: str, value: str | None, kind: str) -> None:
     expanded, found = expand(word)
@@ -40,6 +41,14 @@ def test_port_placeholder_is_unknown_not_invalid() -> None:
     facts = launch_facts(cmd)
     assert "launch.flags.port" not in facts and "placeholder" in facts.unknown_reason("launch.flags.port")
     assert facts.get("launch.placeholders") == [{"flag": "--port", "dest": "port", "word": "${PORT}", "default": None}]
+
+
+def test_a_scripts_positional_parameter_is_unknown_not_invalid() -> None:
+    """A launch script run once per node passes its rank as `--node-rank $1` (sgl-project/sglang#6296,
+    bench/incidents/i206-sglang-6296.yaml): the shell puts a number there, so the value is unknown, not refused."""
+    cmd = parse_command("python -m sglang.launch_server --model-path /m --nnodes 2 --node-rank $1 --tp-size 16")
+    assert not cmd.problems_of("invalid_value")
+    assert launch_facts(cmd).get("launch.placeholders")[0]["word"] == "$1"
 
 
 def test_a_default_is_used() -> None:

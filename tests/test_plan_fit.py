@@ -62,3 +62,25 @@ def test_sequences_per_group_splits_gqa_kv_by_tp() -> None:
     budget = 80 * 10**9 * 0.9 - model.get("model.weight_bytes") / 2
     assert result.sequences_per_group(per_sequence, per_token) == int(budget // (per_sequence / 2))
     assert result.sequences_per_group(0, per_token) is None
+
+
+@requires_shared
+def test_with_no_gpu_weights_beyond_the_largest_gpu_do_not_fit() -> None:
+    """sgl-project/sglang#2591 (bench/incidents/i066): DeepSeek-V3 at `--tp 1` and no GPU given. No GPU of the
+    catalog holds its weights, so the answer does not wait for --gpu; at `--tp 8` (a layout that fits the large
+    GPUs) and with no launch command read (no layout of the user's) nothing is said."""
+    _, model = model_facts_for(str(shared_config("deepseek-ai__DeepSeek-V3.json")), kv_cache_dtype=None,
+                               engine="sglang")
+    from doctor.hardware.catalog import all_gpus
+
+    largest = max(g.memory_bytes for g in all_gpus())
+    facts = _launch("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3 --tp 1", "0.4.1")
+    facts.update(model)
+    derive_fit(facts)
+    assert facts.get("fit.weights_fit") is False and "fit.largest_gpu" in facts
+    assert facts.get("fit.weights_per_gpu_bytes") > largest
+    for text in ("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3 --tp 8", None):
+        facts = _launch(text, "0.4.1") if text else Facts()
+        facts.update(model)
+        derive_fit(facts)
+        assert "fit.weights_fit" not in facts and "fit.largest_gpu" not in facts

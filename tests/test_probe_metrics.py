@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_FIXTURES
+from conftest import SHARED_FIXTURES, unavailable
 from support.httpserver import HTML, PROM, LocalServer, Response
 
 from doctor.probes import metrics
@@ -22,7 +22,7 @@ MB = 1024 * 1024
 def real_scrape(name: str) -> Path:
     path = SHARED_FIXTURES / "metrics" / name
     if not path.is_file():
-        pytest.skip(f"real scrape {path} not available (fixtures lives beside the checkout)")
+        unavailable(f"real scrape {path} not available")
     return path
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from doctor.cli.check_cmd import OfflineFlags, _log_input, log_option, offline_options
+from doctor.cli.check_cmd import OfflineFlags, offline_options
 from doctor.cli.common import emit, emit_document, format_option
 from doctor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from doctor.render.calibrate import added_text, shown_text
@@ -69,9 +69,8 @@ Exit codes: 0 removed; 2 without --yes (nothing is removed).
 @calibrate.command("add", epilog=ADD_EPILOG)
 @click.argument("snapshots", nargs=-1, type=click.Path(dir_okay=False))
 @offline_options
-@log_option
 @format_option("text", "json")
-def add(snapshots: tuple[str, ...], given: OfflineFlags, log_file: str | None, fmt: str) -> int:
+def add(snapshots: tuple[str, ...], given: OfflineFlags, fmt: str) -> int:
     """Add the measured/computed pair of each SNAPSHOT (or of a --log with the offline inputs)."""
     from doctor.commands.check import CheckOptions, run_check
     from doctor.model.calibration import add as add_runs
@@ -79,7 +78,6 @@ def add(snapshots: tuple[str, ...], given: OfflineFlags, log_file: str | None, f
     from doctor.sources.offline import Workload
 
     inputs = given.inputs(Workload(None, None, False, False, None))
-    inputs.log = _log_input(log_file, given.command_file)
     offline_given = any((inputs.command, inputs.config, inputs.gpu, inputs.metrics, inputs.server_info,
                          inputs.nvidia_smi, inputs.log))
     if snapshots and offline_given:

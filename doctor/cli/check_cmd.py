@@ -4,26 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.common import OutputFlags, emit, emit_document, exit_code, output_options
 from doctor.cli.manifest_opt import manifest_inputs, manifest_option
-from doctor.cli.options import (
-    offline_option,
-    option_group,
-    playbooks_option,
-    symptom_option,
-    workload_options,
-)
+from doctor.cli.options import PlaybookFlags, offline_option, option_group, playbook_options, workload_options
 from doctor.errors import EXIT_OK, EXIT_UNEXPLAINED, EXIT_UNREACHABLE, InputError
 
 if TYPE_CHECKING:
     from doctor.sources.offline import Workload
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EPILOG = """\b
 Examples:
@@ -142,36 +133,72 @@ active_options = option_group("active", ActiveFlags, [
 ])
 
 
+class ScopeFlags:
+    """--snapshot and --targets: what `check` examines instead of one live endpoint — a recorded run replayed, or
+    every endpoint of a fleet."""
+
+    __slots__ = ("snapshot_file", "targets_file")
+
+    def __init__(self, snapshot_file: str | None, targets_file: str | None) -> None:
+        self.snapshot_file, self.targets_file = snapshot_file, targets_file
+
+
+scope_options = option_group("scope", ScopeFlags, [
+    click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+                 help="Replay a snapshot written by `llmdoctor snapshot` instead of probing."),
+    click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
+                 help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
+                      "command, engine_version, log, manifest) and print a fleet table."),
+])
+
+
 class OfflineFlags:
     """--command, --command-file, --config, --gpu, --gpu-mem, --engine-version, --metrics, --server-info,
-    --nvidia-smi, --offline: what the user hands over without a server (:meth:`inputs` makes the pipeline's
-    ``OfflineInputs`` of them)."""
+    --nvidia-smi, --offline, --log, and for `check` --client-output, --manifest and --target-version: what the user
+    hands over
+    without a server (:meth:`inputs` makes the pipeline's ``OfflineInputs`` of them; ``target_version`` is the
+    release the pipeline also reads the command as)."""
 
     __slots__ = ("command_text", "command_file", "config", "gpu", "gpu_mem", "engine_version", "metrics_file",
-                 "server_info_file", "nvidia_smi_file", "offline")
+                 "server_info_file", "nvidia_smi_file", "offline", "log_file", "client_output", "manifest",
+                 "target_version")
 
     def __init__(self, command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
                  gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-                 server_info_file: str | None, nvidia_smi_file: str | None, offline: bool) -> None:
+                 server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
+                 client_output: str | None = None, manifest: str | None = None,
+                 target_version: str | None = None) -> None:
         self.command_text, self.command_file, self.config, self.gpu = command_text, command_file, config, gpu
         self.gpu_mem, self.engine_version, self.metrics_file = gpu_mem, engine_version, metrics_file
         self.server_info_file, self.nvidia_smi_file, self.offline = server_info_file, nvidia_smi_file, offline
+        self.log_file, self.client_output = log_file, client_output
+        self.manifest, self.target_version = manifest, target_version
 
     def inputs(self, workload: Any) -> Any:
+        """The pipeline's ``OfflineInputs``: the command and --gpu from --manifest (a --gpu given wins), the
+        command from --command or --command-file, the log's and the client output's paths (read later, once:
+        ``with_log_read``)."""
         from doctor.sources.offline import OfflineInputs, read_command_file
 
-        command_text = self.command_text
+        command_text, gpu = self.command_text, self.gpu
+        if self.manifest:
+            if self.manifest == "-" and "-" in (self.log_file, self.command_file):
+                raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
+            command_text, gpu = manifest_inputs(self.manifest, bool(command_text or self.command_file), gpu)
         if command_text and self.command_file:
             raise InputError("give the launch command with --command or --command-file, not both")
         if self.command_file:
             command_text = read_command_file(self.command_file, "--command-file")
+        if self.log_file == "-" and self.command_file == "-":
+            raise InputError("--log - and --command-file - both read standard input: give one of them a file")
         return OfflineInputs(command=command_text, engine_version=self.engine_version, config=self.config,
-                             gpu=self.gpu, gpu_mem=self.gpu_mem, nvidia_smi=self.nvidia_smi_file,
+                             gpu=gpu, gpu_mem=self.gpu_mem, nvidia_smi=self.nvidia_smi_file,
                              metrics=self.metrics_file, server_info=self.server_info_file, workload=workload,
-                             offline=self.offline)
+                             offline=self.offline, log=self.log_file, client_output=self.client_output)
 
 
-offline_options = option_group("given", OfflineFlags, [
+#: --command … --offline and --log: what every command that reads offline inputs takes
+_OFFLINE = [
     click.option("--command", "command_text", metavar="CMD",
                  help="The launch command (when the server cannot report it, or to check it offline)."),
     click.option("--command-file", type=click.Path(dir_okay=False, allow_dash=True),
@@ -191,46 +218,38 @@ offline_options = option_group("given", OfflineFlags, [
                  help="Saved nvidia-smi output (offline): `-q` text or `-q -x` XML, `--query-gpu` CSV, the "
                       "default table, `topo -m`."),
     offline_option,
+    click.option("--log", "log_file", metavar="FILE|-",
+                 help="The engine's server log (vLLM or SGLang; '-' for stdin): start-up facts, the final "
+                      "error, and the causes its lines name. Read head and tail only, however large; "
+                      "secrets redacted."),
+]
+
+#: the offline inputs and --log: an ``OfflineFlags`` (`snapshot`, `calibrate add`)
+offline_options = option_group("given", OfflineFlags, _OFFLINE)
+
+#: `check`'s: the offline inputs, --log, --client-output, --manifest and --target-version
+check_offline_options = option_group("given", OfflineFlags, [
+    *_OFFLINE,
+    click.option("--client-output", "client_output", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="What a client got back (an API error body, the client library's traceback): read with --log, "
+                      "after it, for the engine's own messages it quotes (a request the server refused says why)."),
+    manifest_option,
+    click.option("--target-version", metavar="V",
+                 help="Also say whether the launch command (given, or read from the server's process) still starts "
+                      "and behaves the same on release V (the upgrade tree; see llmdoctor lint --help)."),
 ])
-
-
-def log_option(f: F) -> F:
-    return click.option("--log", "log_file", metavar="FILE|-",
-                        help="The engine's server log (vLLM or SGLang; '-' for stdin): start-up facts, the final "
-                             "error, and the causes its lines name. Read head and tail only, however large; "
-                             "secrets redacted.")(f)
-
-
-def _log_input(log_file: str | None, command_file: str | None) -> str | None:
-    if log_file == "-" and command_file == "-":
-        raise InputError("--log - and --command-file - both read standard input: give one of them a file")
-    return log_file
 
 
 @click.command("check", epilog=CHECK_EPILOG)
 @live_options
 @active_options
-@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
-              help="Replay a snapshot written by `llmdoctor snapshot` instead of probing.")
-@click.option("--targets", "targets_file", type=click.Path(dir_okay=False),
-              help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
-                   "command, engine_version, log, manifest) and print a fleet table.")
-@offline_options
-@log_option
-@manifest_option
-@click.option("--target-version", metavar="V",
-              help="Also say whether the launch command (given, or read from the server's process) still starts "
-                   "and behaves the same on release V (the upgrade tree; see llmdoctor lint --help).")
+@scope_options
+@check_offline_options
 @workload_options
-@symptom_option
-@playbooks_option
-@format_option("text", "json", "markdown")
-@fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
-def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targets_file: str | None,
-          given: OfflineFlags, log_file: str | None, manifest: str | None, target_version: str | None,
-          workload: Workload, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...], fmt: str, fail_on: str,
-          verbose: bool) -> int:
+@playbook_options
+@output_options(("text", "json", "markdown"), "Everything behind the one-screen default: each probe's result, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact gathered.")
+def check(live: LiveFlags, active: ActiveFlags, scope: ScopeFlags, given: OfflineFlags, workload: Workload,
+          playbooks: PlaybookFlags, output: OutputFlags) -> int:
     """Find what is wrong with a vLLM or SGLang deployment, why, how sure, and the exact fix.
 
     Live: probes the server's /server_info, /version, /v1/models and /metrics, the process listening on its
@@ -242,45 +261,43 @@ def check(live: LiveFlags, active: ActiveFlags, snapshot_file: str | None, targe
     from doctor.commands.check import CheckOptions, run_check
 
     endpoint = live.endpoint
-    if targets_file:
-        if endpoint or snapshot_file:
+    if scope.targets_file:
+        if endpoint or scope.snapshot_file:
             raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
         if active.active:
             raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
-        if log_file:
-            raise InputError("--log belongs to one target; in --targets give each entry its own log: key")
-        if manifest:
+        if given.log_file or given.client_output:
+            raise InputError("--log and --client-output belong to one target; in --targets give each entry its own "
+                             "log: key")
+        if given.manifest:
             raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
-        return _fleet(targets_file, live.timeout_s, symptoms, playbook_dirs, fmt, fail_on)
-    if manifest:
-        if manifest == "-" and "-" in (log_file, given.command_file):
-            raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
-        given.command_text, given.gpu = manifest_inputs(manifest, bool(given.command_text or given.command_file),
-                                                        given.gpu)
+        return _fleet(scope.targets_file, live.timeout_s, playbooks, output)
     inputs = given.inputs(workload)
-    inputs.log = _log_input(log_file, given.command_file)
+    symptoms = playbooks.symptoms
     # A reported symptom is an input by itself: with nothing else it gets that symptom's differential (each
     # possible cause with the one input that decides it, exit 5), never a usage error. Only no symptom and no
     # input at all is "nothing to check".
-    if not (endpoint or snapshot_file or symptoms or any((inputs.command, inputs.config, inputs.gpu, inputs.metrics,
-                                                          inputs.server_info, inputs.nvidia_smi, inputs.log))):
+    if not (endpoint or scope.snapshot_file or symptoms or any((
+            inputs.command, inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi,
+            inputs.log, inputs.client_output))):
         raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
                          "and --config, or the --symptom you see (see llmdoctor check --help)")
     # Beside anything else, a command naming no launch llmdoctor reads is said, not fatal: the rest is still read.
-    inputs.command_optional = bool(endpoint or snapshot_file or symptoms or any((
-        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log)))
+    inputs.command_optional = bool(endpoint or scope.snapshot_file or symptoms or any((
+        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log,
+        inputs.client_output)))
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
-                                 sample_s=live.sample_s, pid=live.pid, snapshot=snapshot_file, offline=inputs,
-                                 symptoms=symptoms, playbook_dirs=playbook_dirs, active=active.active,
+                                 sample_s=live.sample_s, pid=live.pid, snapshot=scope.snapshot_file, offline=inputs,
+                                 symptoms=symptoms, playbook_dirs=playbooks.playbook_dirs, active=active.active,
                                  model=active.model, active_timeout_s=active_timeout_s,
-                                 target_version=target_version))
-    _render(run, fmt, verbose)
-    if run.unreachable and not snapshot_file:
+                                 target_version=given.target_version))
+    _render(run, output)
+    if run.unreachable and not scope.snapshot_file:
         click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
         rc = EXIT_UNREACHABLE
     else:
-        rc = with_unexplained(exit_code(run.diagnosis.findings, fail_on), run.diagnosis, fail_on)
+        rc = with_unexplained(exit_code(run.diagnosis.findings, output.fail_on), run.diagnosis, output.fail_on)
     _let_lookups_land()
     return rc
 
@@ -303,35 +320,34 @@ def with_unexplained(code: int, diagnosis: Any, fail_on: str) -> int:
     return code
 
 
-def _fleet(targets_file: str, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
-           fmt: str, fail_on: str) -> int:
+def _fleet(targets_file: str, timeout_s: float, playbooks: PlaybookFlags, output: OutputFlags) -> int:
     from doctor.commands.fleet import load_targets, run_fleet
     from doctor.render.fleet import fleet_markdown, fleet_text
 
-    fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=symptoms, playbook_dirs=playbook_dirs)
-    emit_document(fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
+    fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=playbooks.symptoms,
+                      playbook_dirs=playbooks.playbook_dirs)
+    emit_document(output.fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
     if not any(r.reachable for r in fleet.results):
         click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
         return EXIT_UNREACHABLE
-    return exit_code(fleet.findings(), fail_on)
+    return exit_code(fleet.findings(), output.fail_on)
 
 
-def _render(run: Any, fmt: str, verbose: bool) -> None:
+def _render(run: Any, output: OutputFlags) -> None:
     from doctor.render.check import check_markdown, check_text
 
-    emit_document(fmt, run, text=lambda: check_text(run, verbose=verbose), markdown=lambda: check_markdown(run))
+    emit_document(output.fmt, run, text=lambda: check_text(run, verbose=output.verbose),
+                  markdown=lambda: check_markdown(run))
 
 
 @click.command("snapshot", epilog=SNAPSHOT_EPILOG)
 @live_options
 @active_options
 @offline_options
-@log_option
 @workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the snapshot (JSON; written atomically).")
-def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, log_file: str | None, workload: Workload,
-             output: str) -> int:
+def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, workload: Workload, output: str) -> int:
     """Record every probe's raw answer (redacted) and the offline inputs as one JSON file.
 
     `llmdoctor check --snapshot FILE` replays it anywhere and reaches the same findings: attach it to a bug
@@ -353,9 +369,7 @@ def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, log_file
         raise InputError("snapshot needs --endpoint (offline inputs alone need no snapshot: pass them to check)")
     if given.metrics_file or given.server_info_file or given.nvidia_smi_file:
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
-    recorded = given.inputs(workload)
-    recorded.log = _log_input(log_file, given.command_file)
-    recorded = with_log_read(recorded)
+    recorded = with_log_read(given.inputs(workload))
     inputs = snapshot_inputs(recorded)
     active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
     target = Target.parse(endpoint)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from doctor.cli.options import option_group
 from doctor.errors import EXIT_FINDINGS, EXIT_OK
 
 if TYPE_CHECKING:
@@ -37,6 +38,23 @@ def fail_on_option(f: F) -> F:
         "--fail-on", type=click.Choice(SEVERITIES + ("never",)), default="warning", show_default=True,
         help="Exit 1 when a finding is at or above this severity ('never': always exit 0 after a run).",
     )(f)
+
+
+class OutputFlags:
+    """--format, --fail-on, -v/--verbose: how the answer is shown and which findings make the exit code 1."""
+
+    __slots__ = ("fmt", "fail_on", "verbose")
+
+    def __init__(self, fmt: str, fail_on: str, verbose: bool) -> None:
+        self.fmt, self.fail_on, self.verbose = fmt, fail_on, verbose
+
+
+def output_options(formats: tuple[str, ...], verbose_help: str) -> Callable[[F], F]:
+    """--format (one of ``formats``), --fail-on and -v/--verbose (``verbose_help``), as one ``OutputFlags``."""
+    return option_group("output", OutputFlags, [
+        format_option(*formats), fail_on_option,
+        click.option("-v", "--verbose", is_flag=True, help=verbose_help),
+    ])
 
 
 def exit_code(findings: list[Finding], fail_on: str) -> int:

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import emit, emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.common import OutputFlags, emit, emit_document, exit_code, output_options
 from doctor.cli.manifest_opt import manifest_inputs_text, manifest_option
 from doctor.cli.options import (
+    PlaybookFlags,
     beside,
     offline_option,
     option_group,
-    playbooks_option,
-    symptom_option,
+    playbook_options,
     workload_options,
 )
 from doctor.errors import InputError
@@ -98,20 +98,17 @@ lint_options = option_group("given", LintFlags, [
                    "file's launch line.")
 @click.option("--fix", "fix", is_flag=True,
               help="Print the corrected command (or, with --manifest, the patched manifest) and the diff.")
-@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", "output_file", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
               help="With --fix: write the corrected command or patched manifest to FILE (written whole, or "
                    "not at all) and report on stdout. Secrets are masked there too: a literal secret in a "
                    "command is a finding of its own (move it to the environment or a Secret).")
 @lint_options
 @workload_options
-@symptom_option
-@playbooks_option
-@format_option("text", "json", "markdown", "sarif", "junit")
-@fail_on_option
-@click.option("-v", "--verbose", is_flag=True, help="Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
-def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None, given: LintFlags,
-         target_version: str | None, manifest: str | None, workload: Workload, symptoms: tuple[str, ...],
-         playbook_dirs: tuple[str, ...], fmt: str, fail_on: str, verbose: bool) -> int:
+@playbook_options
+@output_options(("text", "json", "markdown", "sarif", "junit"), "Everything behind the one-screen default: each flag explained, every finding in full (why, the evidence chain with sources), every undecided cause with its reason, every fact used.")
+def lint(command: tuple[str, ...], as_files: bool, fix: bool, output_file: str | None, given: LintFlags,
+         target_version: str | None, manifest: str | None, workload: Workload, playbooks: PlaybookFlags,
+         output: OutputFlags) -> int:
     """Explain every flag of a launch command and catch what is missing, wrong, harmful or overriding
     the engine — for the engine version it runs on and, with --config/--gpu, for this model and GPU.
 
@@ -119,11 +116,13 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
     shape people paste: `vllm serve`, `python -m sglang.launch_server`, `docker run …`, a Kubernetes
     args list, with backslash continuations and env assignments in front. Secrets are redacted.
     """
+    symptoms, playbook_dirs = playbooks.symptoms, playbooks.playbook_dirs
+    fmt, fail_on, verbose = output.fmt, output.fail_on, output.verbose
     if as_files:
-        if fix or output or manifest or given.command_file:
+        if fix or output_file or manifest or given.command_file:
             raise InputError("--files lints the files named: not with --fix, -o, --manifest or --file")
         return _lint_files(command, given, target_version, workload, symptoms, playbook_dirs, fmt, fail_on)
-    if output and not fix:
+    if output_file and not fix:
         raise InputError("-o/--output writes the fixed command or manifest: give it with --fix")
     from doctor.commands.lint import lint as run_lint
 
@@ -139,7 +138,7 @@ def lint(command: tuple[str, ...], as_files: bool, fix: bool, output: str | None
         from doctor.cli.lint_fix import run_fix
 
         return run_fix(result, manifest_text if manifest_text is not None else text, inputs, symptoms,
-                       playbook_dirs, fmt, fail_on, verbose, output, is_manifest=manifest_text is not None,
+                       playbook_dirs, fmt, fail_on, verbose, output_file, is_manifest=manifest_text is not None,
                        target_version=target_version)
     if fmt in ("sarif", "junit"):
         from doctor.commands.lint_files import FileLint, FilesResult, launch_line

@@ -73,7 +73,7 @@ def bounded(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
         if value is not None:
             from doctor.bounds import check
 
-            check(kind, value, f"--{param.name.replace('_', '-')}")
+            check(kind, value, max(param.opts, key=len))  # the flag as typed: --timeout, not its name timeout_s
         return value
 
     return callback
@@ -112,6 +112,20 @@ def playbooks_option(f: F) -> F:
         "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
         help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes/<id>.yaml.",
     )(f)
+
+
+class PlaybookFlags:
+    """--symptom and --playbooks: which playbooks run — the symptoms asked about (none: every playbook whose entry
+    conditions hold) and the user's own directories beside the built-ins, as the pipeline takes them."""
+
+    __slots__ = ("symptoms", "playbook_dirs")
+
+    def __init__(self, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> None:
+        self.symptoms, self.playbook_dirs = symptoms, playbook_dirs
+
+
+#: --symptom, --playbooks: a ``PlaybookFlags``
+playbook_options = option_group("playbooks", PlaybookFlags, [symptom_option, playbooks_option])
 
 
 def offline_option(f: F) -> F:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.options import beside, option_group, playbooks_option
+from doctor.cli.options import beside, bounded, option_group, playbooks_option
 from doctor.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
@@ -108,6 +108,7 @@ serve_options = option_group("flags", ServeFlags, [
                         help="Environment variable holding a bearer token Alertmanager must send "
                              "(webhook_configs.http_config.authorization.credentials).")),
     click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=5.0, show_default=True,
+                 callback=bounded("timeout"),  # FloatRange lets NaN through (every comparison with it is false)
                  help="Seconds per probe request of each check; the check is bounded by it too."),
     click.option("--concurrency", type=click.IntRange(min=1, max=256), default=8, show_default=True,
                  help="Checks running at once."),

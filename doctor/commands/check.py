@@ -178,7 +178,8 @@ def _early_probes(opts: CheckOptions) -> PendingProbes | None:
     """The passive probes, started before anything else when nothing the playbooks hold decides which run: no
     --playbooks (a bad one fails before the network is touched), no --symptom (the hung tree adds probes), and no
     --log (read first, as a bad one is an input error and ``--log -`` may take its whole cut-off)."""
-    if not opts.endpoint or opts.snapshot or opts.playbook_dirs or opts.symptoms or opts.offline.log:
+    if not opts.endpoint or opts.snapshot or opts.playbook_dirs or opts.symptoms or opts.offline.log \
+            or opts.offline.client_output:
         return None
     from doctor.probes.runner import PendingProbes
 
@@ -248,14 +249,15 @@ def active_results(target: Target, probe_opts: ProbeOptions, passive: list[Probe
     (none when the target could not be examined: a dead server would cost a timeout per request)."""
     if unreachable_reason(passive):
         return []
+    from doctor.derive import derive
     from doctor.probes.active import ActiveContext, run_active, served_models
     from doctor.sources.offline import gather
 
     live = Facts()
     for result in passive:
         live.update(result.facts)
-    ctx = ActiveContext.from_facts(gather(offline, live=live).facts, model=model, served=served_models(passive),
-                                   symptoms=symptoms)
+    facts = derive(gather(offline, live=live).facts, ("expect.*",))  # what the model's family expects
+    ctx = ActiveContext.from_facts(facts, model=model, served=served_models(passive), symptoms=symptoms)
     return run_active(target, replace(probe_opts, timeout_s=timeout_s or probe_opts.timeout_s), ctx)
 
 
@@ -293,11 +295,12 @@ def with_log_read(offline: OfflineInputs) -> OfflineInputs:
     """``--log`` read once per run: every later gather (the active probes' context, the served-model lookup,
     the diagnosis) parses the redacted excerpt it gave — the same facts by design (doctor.logs.source) — so
     ``--log -`` is not consumed by the first gather and a large log is not read three times."""
-    if not offline.log:
+    if not offline.log and not offline.client_output:
         return offline
     from doctor.logs.source import read_log_input
 
-    return replace(offline, log=None, log_excerpt=read_log_input(offline.log, offline.log_signatures).excerpt)
+    return replace(offline, log=None, client_output=None, log_excerpt=read_log_input(
+        offline.log, offline.log_signatures, offline.client_output).excerpt)
 
 
 def snapshot_inputs(offline: OfflineInputs) -> dict[str, Any]:

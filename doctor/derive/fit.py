@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from doctor.derive.registry import analyzer
 from doctor.facts import Facts
-from doctor.model.fit import fit_layout, layout_from_facts, mem_fraction
+from doctor.model.fit import Layout, fit_layout, layout_from_facts, mem_fraction
 
 #: what the fit reads: the parallel layout (layout_from_facts), the GPU memory and fraction, the model's sizes
 _READS = ("launch.engine", "launch.tp", "launch.dp", "launch.pp", "launch.dp_attention", "launch.flags.attn_dp_size",
           "launch.ep", "launch.expert_parallel", "launch.ep_redundant_experts", "launch.mem_fraction",
           "launch.max_model_len", "gpu.count", "gpu.memory_bytes", "engine.non_kv_bytes_per_gpu",
-          "engine.kv_pool_share", "engine.state_pool_bytes", "model.replicated_weight_bytes",
+          "engine.kv_pool_share", "engine.state_pool_bytes", "model.replicated_weight_bytes", "model.rope_table_bytes",
           "model.kv_bytes_per_token", "model.full_attention", "model.attention", "model.kv_layout",
           "model.attention_heads", "model.kv_heads", "model.weight_bytes", "model.expert_weight_bytes",
           "model.moe.experts", "model.max_context", "model.state_bytes_per_sequence", "workload.context",
           # the band of comparable predictions (doctor/model/band.py) and the weights margin
           "gpu.sm", "launch.quantization", "model.moe", "model.quantization",
           # the user's own measured runs of this model, GPU and engine (doctor/model/calibration.py)
-          "model.name", "launch.model", "server.model", "gpu.name",
+          "model.name", "launch.model", "server.model", "server.version", "log.started", "gpu.name",
           # vLLM's own count of full-length requests its KV pool holds, when the arithmetic cannot be done
           "log.max_concurrency", "log.max_concurrency_tokens")
 
@@ -30,6 +30,11 @@ def derive_fit(facts: Facts) -> None:
     memory = facts.get("gpu.memory_bytes")
     fraction = mem_fraction(facts)
     if layout is None or fraction is None or not isinstance(memory, (int, float)) or not 0 < memory < 1e18:
+        # (not for a server that answers or whose log says it started: its weights fit; its check loads no GPU
+        # catalog, whose YAML is parsed only by the commands that name a GPU)
+        if layout is not None and fraction is not None and memory is None and "launch.tp" in facts \
+                and "server.model" not in facts and "server.version" not in facts and facts.get("log.started") is not True:
+            _derive_beyond_every_gpu(facts, layout, fraction)
         _derive_context(facts)
         _derive_users_from_log(facts)
         return
@@ -43,7 +48,8 @@ def derive_fit(facts: Facts) -> None:
     facts.set("fit.kv_bytes_per_gpu_per_5pct", int(memory * 0.05), "derived: 5% of gpu.memory_bytes")
     if result.weights_per_gpu_bytes is not None:
         facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards"
-                  + (", model.replicated_weight_bytes whole on each" if facts.get("model.replicated_weight_bytes") else ""))
+                  + (", model.replicated_weight_bytes whole on each" if facts.get("model.replicated_weight_bytes") else "")
+                  + (", + model.rope_table_bytes" if facts.get("model.rope_table_bytes") else ""))
         facts.set("fit.weights_fit", result.weights_fit, "derived: weights_per_gpu < usable_bytes_per_gpu")
         if not result.weights_fit:
             _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
@@ -63,6 +69,26 @@ def derive_fit(facts: Facts) -> None:
         facts.set("fit.eplb_extra_fraction", redundant / routed, "derived: redundant / routed experts")
     _derive_context(facts)
     _derive_users_from_log(facts)
+
+
+def _derive_beyond_every_gpu(facts: Facts, layout: Layout, fraction: float) -> None:
+    """With no GPU known, the weights per GPU of the launch's own layout against the largest GPU of the catalog:
+    when not even that one holds them (DeepSeek-V3 at `--tp 1`), the answer does not depend on the GPU. Only for a
+    layout a launch command gave (launch.tp): without one the fit spreads the model over GPUs it does not know."""
+    from doctor.hardware.catalog import all_gpus
+
+    largest = max(all_gpus(), key=lambda g: g.memory_bytes)
+    result = fit_layout(facts, layout, largest.memory_bytes, fraction)
+    if result.weights_per_gpu_bytes is None or result.weights_fit is not False:
+        return
+    src = f"derived: the largest GPU of the catalog ({largest.name}, {largest.memory_gb:g} GB; no GPU given)"
+    facts.set("fit.shards", layout.attn_tp * layout.pp, src)
+    facts.set("fit.largest_gpu", f" ({largest.name}, {largest.memory_gb:g} GB: no GPU was given, and none holds more)",
+              src)
+    facts.set("fit.usable_bytes_per_gpu", int(result.usable_bytes_per_gpu), f"{src} × {fraction}")
+    facts.set("fit.weights_per_gpu_bytes", int(result.weights_per_gpu_bytes), "derived: model.weight_bytes / shards")
+    facts.set("fit.weights_fit", False, f"derived: weights_per_gpu ≥ usable_bytes_per_gpu of {src}")
+    _derive_weights_margin(facts, result.weights_per_gpu_bytes, result.usable_bytes_per_gpu)
 
 
 def _derive_band(facts: Facts) -> None:

@@ -63,14 +63,14 @@ def ordered(analyzers: Iterable[Analyzer]) -> tuple[Analyzer, ...]:
     pair: exact keys in a dict, and the few families (``fit.*``) in a list."""
     pending = sorted(analyzers, key=lambda a: a.name)
     exact: dict[str, Analyzer] = {}
-    families: list[tuple[str, Analyzer]] = []
+    families: dict[str, Analyzer] = {}  # "fit" for the family fit.*
     for a in pending:
         for key in a.produces:
             other = _producer(key, exact, families)
             if other is not None:
                 raise RegistryError(f"{key} produced by both {other.name} and {a.name}")
             if key.endswith(".*"):
-                families.append((key, a))
+                families[key[:-2]] = a
             else:
                 exact[key] = a
     after: dict[str, set[str]] = {}
@@ -97,11 +97,23 @@ def ordered(analyzers: Iterable[Analyzer]) -> tuple[Analyzer, ...]:
     return tuple(done)
 
 
-def _producer(key: str, exact: dict[str, Analyzer], families: list[tuple[str, Analyzer]]) -> Analyzer | None:
-    """The analyzer registered so far that produces ``key`` (or a key of the family ``key``), if any."""
-    if key in exact:
-        return exact[key]
-    found = next((a for family, a in families if covers(family, key) or covers(key, family)), None)
-    if found is None and key.endswith(".*"):
-        found = next((a for k, a in exact.items() if covers(key, k)), None)
+def _producer(key: str, exact: dict[str, Analyzer], families: dict[str, Analyzer]) -> Analyzer | None:
+    """The analyzer registered so far that produces ``key`` (or a key of the family ``key``), if any: the key
+    itself, else a family one of its dotted prefixes names (each a dict lookup, however many families there
+    are), else for a family read a family or a key inside it."""
+    found = exact.get(key)
+    if found is not None:
+        return found
+    stem = key[:-2] if key.endswith(".*") else key
+    end = len(stem)
+    while end > 0:  # fit.kv_tokens: "fit.kv_tokens", then "fit"
+        found = families.get(stem[:end])
+        if found is not None:
+            return found
+        end = stem.rfind(".", 0, end)
+    if key.endswith(".*"):
+        inside = stem + "."
+        found = next((a for family, a in families.items() if family.startswith(inside)), None)
+        if found is None:
+            found = next((a for k, a in exact.items() if k.startswith(inside) or k == stem), None)
     return found

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:=default}, $VAR, $(command), `command`
-_SHELL = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\((.*?)(?:\)|$)|`[^`]*`?")
+#: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:=default}, $VAR, $(command), `command`; a script's positional
+#: parameters too ($1, ${2}, $@: `--node-rank $1` in a launch script run once per node)
+_SHELL = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|[@*#])"
+                    r"|\$\((.*?)(?:\)|$)|`[^`]*`?")
 #: {{ .Values.model }}, {{- .Values.port | default 8000 -}}
 _HELM = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
 _HELM_DEFAULT = re.compile(r"\|\s*default\s+(\"[^\"]*\"|'[^']*'|\S+)")

@@ -291,15 +291,25 @@ WRAPPER_WORDS = ("failed to start", "stack trace above", "root cause above", "er
 
 def selects(catalog: str, select: dict[str, Any], entry: dict[str, Any], sites: Any = None) -> bool:
     """Whether a selector claims a template (``entry`` as stored in the catalog)."""
-    text = " ".join(p for p in entry["parts"] if isinstance(p, str))
-    if ("names" in select or "module" in select) and "words" not in select and \
-            any(w in text.lower() for w in WRAPPER_WORDS):
+    return _claims(catalog, select, _Text(entry), sites if sites is not None else entry.get("sites", ()))
+
+
+class _Text:
+    """A template's literal text, lowered, and whether it only points at another error: worked out once per
+    template, not once per selector tried on it."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.text = " ".join(p for p in entry["parts"] if isinstance(p, str))
+        self.lowered = self.text.lower()
+        self.wrapper = any(w in self.lowered for w in WRAPPER_WORDS)
+
+
+def _claims(catalog: str, select: dict[str, Any], text: _Text, sites: Any) -> bool:
+    if ("names" in select or "module" in select) and "words" not in select and text.wrapper:
         return False
-    if "words" in select:
-        lowered = text.lower()
-        if not all(str(w).lower() in lowered for w in _as_tuple(select["words"])):
-            return False
-    return any(_site_holds(catalog, select, s, text) for s in (sites if sites is not None else entry.get("sites", ())))
+    if "words" in select and not all(str(w).lower() in text.lowered for w in _as_tuple(select["words"])):
+        return False
+    return any(_site_holds(catalog, select, s, text.text) for s in sites)
 
 
 @lru_cache(maxsize=1)
@@ -340,13 +350,14 @@ def mapping(catalog: str, tid: str, entry: dict[str, Any],
     if (catalog, tid) in ids:
         return ids[(catalog, tid)], None
     best: tuple[Any, int, str, dict[str, Any]] | None = None
+    text, on = _Text(entry), sites if sites is not None else entry.get("sites", ())
     for rank, cause, cat, select in selectors:
         if best is not None and rank != best[0]:
             break
-        if cat == catalog and selects(catalog, select, entry, sites):
+        if cat == catalog and _claims(catalog, select, text, on):
             # of equally ranked selectors, the one whose module glob fits the site closest (speculative decoding's
             # ``vllm/config/speculative.py`` before every config module's ``vllm/config/*``)
-            fit = _module_fit(select, sites if sites is not None else entry.get("sites", ()))
+            fit = _module_fit(select, on)
             if best is None or fit > best[1]:
                 best = (rank, fit, cause, select)
     return (best[2], best[3]) if best else (None, None)

@@ -69,13 +69,24 @@ _VLLM_KV = _rule('KV cache size: ',   # v1/core/kv_cache_utils.py:2328
 _VLLM_CONCURRENCY = _rule('Maximum concurrency for', r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x", re.M)
 _VLLM_BACKEND = _rule('Using ',   # platforms/cuda.py:507, platforms/cpu.py:163
     r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b", re.M)
+#: which top-k/top-p sampler the profile's sampler pass ran (its peak differs: doctor/model/memory.py non_kv_bytes):
+#: vllm 0.11.0 v1/sample/ops/topk_topp_sampler.py:50-69 logs one of these at start-up
+_VLLM_SAMPLER = _rule('top-p & top-k sampling',
+    r"(Using FlashInfer for top-p & top-k sampling|PyTorch-native implementation of top-p & top-k sampling)", re.M)
+#: the MXFP4 MoE backend (vllm 0.11.0 model_executor/layers/quantization/mxfp4.py:96-102)
+_VLLM_MXFP4 = _rule('backend', r"\bUsing (Marlin|Triton) backend\b", re.M)
 _VLLM_WEIGHTS = _rule('Model loading took',   # v1/worker/gpu_model_runner.py:5150
     r"Model loading took ([\d.]+) ?GiB memory", re.M)
 _VLLM_KV_MEMORY = _rule('Available KV cache memory', r"Available KV cache memory: ([\d.]+) ?GiB", re.M)  # v1/worker/gpu_worker.py:760
 _VLLM_CPU_KV_MEMORY = _rule('for KV cache', r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", re.M)
-_VLLM_GRAPHS = _rule('Graph capturing finished',   # v1/worker/gpu_model_runner.py:6582
-    r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB", re.M)
-_VLLM_GRAPH_START = _rule('Capturing CUDA graph', r"Capturing CUDA graphs?\b", re.M)
+# v1/worker/gpu_model_runner.py:6517 (0.33.0); the V0 worker said it without the memory (vllm/worker/model_runner.py:756
+# in 0.3.3: "Graph capturing finished in N secs.")
+_VLLM_GRAPHS = _rule('Graph capturing finished',
+    r"Graph capturing finished in ([\d.]+) secs?(?:, took ([\d.]+) GiB)?", re.M)
+# "Capturing CUDA graphs (…)" (V1's progress bar, 0.33.0 gpu_model_runner.py:6592); V0: "Capturing the model for CUDA
+# graphs." (vllm/worker/model_runner.py:684, 0.3.3) and "Capturing cudagraphs for decoding." (0.6.x
+# worker/model_runner.py:1413, as vllm-project/vllm#11251's log prints its site)
+_VLLM_GRAPH_START = _rule('Capturing ', r"Capturing (?:CUDA graphs?\b|the model for CUDA graphs|cudagraphs\b)", re.M)
 _VLLM_STATS = _rule('Avg prompt throughput',   # v1/metrics/loggers.py:283
     r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs.*?KV cache usage: ([\d.]+)%(?:, Prefix cache hit rate: ([\d.]+)%)?",
@@ -334,6 +345,13 @@ def _vllm(scan: _Scan, put: Any) -> None:
     m = scan.last(_VLLM_BACKEND)
     if m:
         put("log.attention_backend", m.group(1), "attention backend chosen")
+    m = scan.last(_VLLM_SAMPLER)
+    if m:
+        put("log.sampler", "flashinfer" if m.group(1).startswith("Using FlashInfer") else "native",
+            "the top-k/top-p sampler vLLM chose")
+    m = scan.last(_VLLM_MXFP4)
+    if m:
+        put("log.mxfp4_backend", m.group(1), "the MXFP4 MoE backend vLLM chose")
     m = scan.last(_VLLM_WEIGHTS)
     profile = scan.last(_VLLM_V0_PROFILE)
     if m:
@@ -365,7 +383,8 @@ def _vllm(scan: _Scan, put: Any) -> None:
     estimate = scan.last(_VLLM_GRAPH_ESTIMATE)
     if graphs:
         put("log.cuda_graph", "captured", "graph capturing finished")
-        put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
+        if graphs.group(2) is not None:
+            put("log.cuda_graph_gib", float(graphs.group(2)), "graph capturing finished")
     elif scan.last(_VLLM_GRAPH_START):
         put("log.cuda_graph", "capturing", "capture started, never finished")
     elif estimate:

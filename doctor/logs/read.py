@@ -43,17 +43,18 @@ class LogText:
     skipped_bytes: int = 0
 
 
-def read_log(spec: str) -> LogText:
-    """A log file (or ``-``, standard input) as head + tail lines; one InputError line when it cannot be read."""
+def read_log(spec: str, option: str = "--log") -> LogText:
+    """A log file (or ``-``, standard input) as head + tail lines; one InputError line when it cannot be read.
+    ``option`` names the input in labels and errors (``--client-output``: what a client got back, read alike)."""
     if spec == "-":
         stream = getattr(sys.stdin, "buffer", None)
         if stream is None:
-            raise InputError("--log -: standard input is not readable as bytes")
-        return _from_stream(stream, "--log - (standard input)")
-    label = f"--log {spec}"
+            raise InputError(f"{option} -: standard input is not readable as bytes")
+        return _from_stream(stream, f"{option} - (standard input)")
+    label = f"{option} {spec}"
     from doctor.inio import opened
 
-    with opened(spec, label, "log file") as fh:
+    with opened(spec, label, "log file" if option == "--log" else "file") as fh:
         size = os.fstat(fh.fileno())
         if stat.S_ISREG(size.st_mode):
             return _from_file(fh, size.st_size, label)
@@ -110,3 +111,9 @@ def _text(head: bytes, tail: bytes, total: int, label: str) -> LogText:
 def _decode(data: bytes) -> str:
     # Logs interleave processes and progress bars; a broken byte must not make the whole log unreadable.
     return data.decode("utf-8", errors="replace")
+
+
+def joined(first: LogText, second: LogText) -> LogText:
+    """Two texts read as one excerpt (the server's log, then what a client got back), labelled with both."""
+    return LogText(f"{first.label} + {second.label.removeprefix('--log ')}", first.lines + second.lines,
+                   first.total_bytes + second.total_bytes, first.skipped_bytes + second.skipped_bytes)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.logs.parse import GUARD, LogReading, log_facts
-from doctor.logs.read import LogText, read_log
+from doctor.logs.read import LogText, joined, read_log
 
 if TYPE_CHECKING:
     from doctor.playbook.loader import PlaybookSet
@@ -34,9 +34,17 @@ def signatures(pbset: PlaybookSet | None = None) -> Signatures:
             for c in pbset.causes.values() if c.log_signatures}
 
 
-def read_log_input(spec: str, sigs: Signatures | None = None) -> LogReading:
-    """``--log FILE|-``: the facts, and the redacted excerpt a snapshot records."""
-    return log_facts(read_log(spec), signatures() if sigs is None else sigs)
+def read_log_input(spec: str | None, sigs: Signatures | None = None, client_output: str | None = None) -> LogReading:
+    """``--log FILE|-`` and/or ``--client-output FILE``: the facts, and the redacted excerpt a snapshot records.
+    What a client got back (an API error body, the client library's traceback) quotes the engine's own message —
+    the HTTP 400 of a request the server refused — so it is read with the log, after it, as one excerpt."""
+    text = read_log(spec) if spec else None
+    if client_output:
+        client = read_log(client_output, "--client-output")
+        text = joined(text, client) if text is not None else client
+    if text is None:
+        raise InputError("no --log or --client-output to read")
+    return log_facts(text, signatures() if sigs is None else sigs)
 
 
 def replay_excerpt(excerpt: dict[str, Any], sigs: Signatures | None = None) -> LogReading:

@@ -19,6 +19,7 @@ from doctor.model.card import Evidence, KVGroup, Layers, ModelCard, MoE, StateGr
 from doctor.model.fields import ConfigView, Field
 from doctor.model.params import estimate_params, kda_shape, part_bytes, weight_bytes
 from doctor.model.quantization import detect_quantization
+from doctor.model.rope import rope_tables
 
 _KNOWN_FILE = Path(__file__).with_name("known.json")
 #: Far above any real model (the deepest here has 126 layers); guards per-layer lists against nonsense.
@@ -177,6 +178,8 @@ class _Analysis:
             index_head_dim=self._int_value("index_head_dim") if (is_dsa or dsv4) else None,
             sliding_window=plan.sliding_window, chunk_size=plan.chunk_size, text_prefix=v.prefix,
             sglang_supported=sglang, sources=dict(self.sources),
+            rope_tables=tuple((engine, rope_tables(v.text, head_dim, rope_dim, engine)) for engine in ("vllm", "sglang")
+                              for rope_dim in [self._int_value("qk_rope_head_dim") if (is_mla or dsv4) else None]),
         )
 
     def _int_value(self, name: str) -> int | None:

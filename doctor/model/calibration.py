@@ -168,10 +168,31 @@ def _load(path: str, _mtime_ns: int, _size: int) -> tuple[Run, ...]:
                          "clear") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("runs"), list):
         raise InputError(f"{path}: schema: expected {SCHEMA!r} with a runs list")
+    for i, entry in enumerate(doc["runs"]):
+        _check_entry(path, i, entry)
     try:
         return tuple(Run.from_dict(entry) for entry in doc["runs"])
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{path}: runs: an entry lacks {exc}") from None
+
+
+def _check_entry(path: str, i: int, entry: Any) -> None:
+    """The numbers of one stored run, as every input's (doctor/bounds.py): the file is the user's to edit, and an
+    expected 0 divided by zero, 10^23 printed a band of ±10^20 %. A pair further apart than ``calibrate add``
+    accepts is no calibration either."""
+    from doctor.bounds import problem
+
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: runs[{i}]: expected an object")
+    for key, kind in (("measured", "kv_tokens"), ("expected", "kv_tokens"), ("tp", "gpu_count")):
+        value = entry.get(key)
+        why = problem(kind, value) if value is not None or key != "tp" else None
+        if why is not None:
+            raise InputError(f"{path}: runs[{i}].{key}: {why}")
+    measured, expected = entry["measured"], entry["expected"]
+    if not 1 / MAX_RATIO <= measured / expected <= MAX_RATIO:
+        raise InputError(f"{path}: runs[{i}].measured and runs[{i}].expected: {measured:,} vs {expected:,} are "
+                         f"more than {MAX_RATIO:g}x apart, not a calibration (calibrate add refuses such a pair)")
 
 
 def save(runs: tuple[Run, ...] | list[Run], path: Path | None = None) -> Path:

@@ -168,12 +168,18 @@ class ModelCard:
     chunk_size: int | None = None
     text_prefix: str = ""
     sglang_supported: bool = True
+    #: (engine, its (positions, rotary_dim) rotary cos/sin tables) for vllm and sglang (doctor/model/rope.py)
+    rope_tables: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
     #: card attribute -> the config field path(s) that gave it (the ``source`` of each model.* fact)
     sources: dict[str, str] = field(default_factory=dict)
     #: where ``weight_bytes`` comes from: "estimate" (layer shapes) or "safetensors" (the checkpoint's headers)
     weight_source: str = "estimate"
     #: how ``weight_bytes`` was reached, and any assumption it rests on (doctor/model/weights.py)
     weight_detail: str = "derived: estimate from layer shapes (doctor/model/params.py) at the checkpoint quantization"
+
+    def rope_tables_for(self, engine: str) -> tuple[tuple[int, int], ...]:
+        """The (positions, rotary_dim) rotary tables ``engine`` builds for this model (() when none is known)."""
+        return next((tables for name, tables in self.rope_tables if name == engine), ())
 
     def to_dict(self) -> dict[str, Any]:
         """The card as JSON-able data (the ``model``/``attention``/… parts of ``llmdoctor.inspect/1``)."""

@@ -101,6 +101,9 @@ def weights_per_gpu(facts: Facts, layout: Layout) -> float | None:
     # what every TP rank holds whole (SGLang's Gemma embedding, doctor/model/memory.py replicated_weight_facts)
     replicated = facts.get("model.replicated_weight_bytes")
     whole = replicated * (1 - 1 / layout.attn_tp) / layout.pp if isinstance(replicated, int) and 0 < replicated < total else 0.0
+    # beside the weights on every rank (SGLang's rotary cos/sin tables, doctor/model/rope.py)
+    rope = facts.get("model.rope_table_bytes")
+    whole += rope if isinstance(rope, int) and rope > 0 else 0
     experts = facts.get("model.expert_weight_bytes")
     if layout.ep > 1 and isinstance(experts, (int, float)) and 0 < experts <= total:
         redundant = facts.get("launch.ep_redundant_experts") or 0

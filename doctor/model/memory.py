@@ -161,14 +161,17 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  max_model_len: int | None = None, gpu_name: str | None = None,
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
-                 enforce_eager: bool = False) -> NonKV | None:
+                 enforce_eager: bool = False, flashinfer_sampler: bool = False,
+                 mxfp4_backend: str | None = None) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
     applies to the memory left after the CUDA context and NCCL, so only ``context × fraction`` is taken inside it;
     activations and (before 0.5.23) CUDA graphs live outside the fraction. ``nvswitch``: the GPUs share an NVSwitch
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
-    so a release that takes their memory off the pool takes nothing."""
+    so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
+    FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
+    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes)."""
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction)
     if engine != "vllm":
@@ -188,16 +191,22 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     width = mlp_width_per_token(card)
     per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
+    dequant, dequant_source = bnb4_dequant_bytes(card, engine, version, max_num_batched_tokens, tp)
+    activation += dequant
     rows = 0
     sampler = 0
+    per_element = values.get("sampler_bytes_per_element", SAMPLER_BYTES_PER_ELEMENT)
     if values.get("sampler") and card.vocab_size:
         rows = min(max_num_seqs, max_num_batched_tokens)
-        sampler = rows * card.vocab_size * SAMPLER_BYTES_PER_ELEMENT
+        if flashinfer_sampler:
+            per_element = values.get("flashinfer_sampler_bytes_per_element", per_element)
+        sampler = int(rows * card.vocab_size * float(per_element))
     graphs = rule("cudagraph_pool", engine, version)
     taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
     cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
-    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm)
+    padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm,
+                                                  backend=mxfp4_backend)
     fraction = mem_fraction if mem_fraction is not None and 0 < mem_fraction <= 1 else 0.9
     non_torch = int(values["non_torch_gib"] * GIB) if "non_torch_gib" in values else NON_TORCH_BYTES
     fabric = nvswitch and (tp > 1 or ep > 1) and (gpu_sm or 0) >= 90
@@ -205,7 +214,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         non_torch += NVSWITCH_TP_BYTES
     return NonKV(activation, sampler, non_torch, max_num_batched_tokens, rows,
                  f"estimate: activations at {max_num_batched_tokens} batched tokens"
-                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab" if rows else "")
+                 + (f" + sampler pass over {rows} × {card.vocab_size} vocab at {float(per_element):g} B an element"
+                    + (" (FlashInfer's sampler)" if flashinfer_sampler and rows else "") if rows else "")
                  + f" + non-torch {non_torch / GIB:.2f} GiB"
                  + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
                  + " + the memory CUDA does not report × the fraction"
@@ -219,6 +229,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (f" ({graphs.evidence})" if graphs is not None else ""))
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
+                 + (f"; {dequant_source}" if dequant else "")
                  + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
                  cudagraphs)
 
@@ -252,6 +263,22 @@ def moe_output_bytes(card: ModelCard, tokens: int) -> int:
     return min(tokens, MOE_CHUNK_TOKENS) * card.moe.active * card.hidden_size * _ACT_BYTES
 
 
+def bnb4_dequant_bytes(card: ModelCard, engine: str, version: str | None, tokens: int, tp: int) -> tuple[int, str]:
+    """What a bitsandbytes 4-bit model's forward pass adds to its activations (0 and "" otherwise): the largest MLP
+    shard (intermediate / TP × hidden) dequantized to 16-bit, and that shard's product at ``tokens`` rows before it
+    is copied into the merged layer's output (engine_memory.yaml bnb4_dequant)."""
+    quant = card.quantization
+    found = rule("bnb4_dequant", engine, version)
+    dense = card.param_parts.get("dense_mlp", 0)
+    layers = card.layers.total - (card.moe.layers if card.moe else 0)
+    if quant is None or quant.method != "bitsandbytes" or found is None or not dense or layers <= 0:
+        return 0, ""
+    intermediate = dense / layers / (3 * max(1, card.hidden_size)) / max(1, tp)
+    size = int(_ACT_BYTES * intermediate * (card.hidden_size + tokens))
+    return size, (f"bitsandbytes 4-bit: one MLP shard dequantized to 16-bit and its product at {tokens} tokens, "
+                  f"{size / GIB:.2f} GiB ({engine} {version or 'newest'}: {found.evidence})")
+
+
 def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequences: int) -> tuple[int, str]:
     """A hybrid model's recurrent state that the release allocates outside the KV pool (0 and "" otherwise):
     vLLM V0 sized it for ``max_num_seqs`` sequences in the profile run; V1 keeps it in the pool."""
@@ -267,19 +294,22 @@ def hybrid_state_bytes(card: ModelCard, engine: str, version: str | None, sequen
 
 
 def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int = 1, ep: int = 1,
-                        gpu_sm: int | None = None) -> tuple[int, str]:
+                        gpu_sm: int | None = None, backend: str | None = None) -> tuple[int, str]:
     """Bytes per GPU the release's MXFP4 MoE kernels add to the experts on load (0 and "" when none apply).
 
     The expert intermediate size is recovered from the expert parameter count (3 × hidden × intermediate per
     expert and layer), so no config field beyond the card is needed. Under TP each GPU pads its slice of every
-    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts."""
+    expert's intermediate size; under EP (``ep`` > 1) it pads whole experts. ``backend``: the one the engine says it
+    runs ("Using Triton backend"), where the install decides (a tier marked ``installed`` is taken only then)."""
     quant = card.quantization
     if quant is None or quant.method != "mxfp4" or card.moe is None or not card.expert_weight_bytes:
         return 0, ""
     found = rule("mxfp4_moe_padding", engine, version)
     if found is None or gpu_sm is None:
         return 0, ""
-    tier = next((b for b in found.values["backends"] if gpu_sm <= b["max_sm"]), None)
+    tiers = found.values["backends"]
+    named = [b for b in tiers if backend and b["backend"].lower().startswith(backend.lower()) and gpu_sm <= b["max_sm"]]
+    tier = named[0] if named else next((b for b in tiers if gpu_sm <= b["max_sm"] and not b.get("installed")), None)
     experts = card.param_parts.get("experts", 0)
     if tier is None or not experts or not card.hidden_size:
         return 0, ""
@@ -482,23 +512,38 @@ def swa_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) -> An
 
 
 def replicated_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
-    """model.replicated_weight_bytes: weights every TP rank holds whole (engine_memory.yaml
-    sglang_replicated_embedding: SGLang's Gemma 3/3n/4 token embedding is a plain nn.Embedding, not vocabulary-
-    parallel); nothing for another engine or architecture. ``engine``: the engine planned for, where ``facts``
-    carry no launch (`plan`: the newest release)."""
+    """What every TP rank holds whole: model.replicated_weight_bytes, SGLang's Gemma 3/3n/4 token embedding
+    (engine_memory.yaml sglang_replicated_embedding: a plain nn.Embedding, not vocabulary-parallel), and
+    model.rope_table_bytes, the rotary embeddings' cos/sin tables both engines keep beside the weights (rope_cache).
+    ``engine``: the engine planned for, where ``facts`` carry no launch (`plan`: the newest release)."""
     from doctor.facts import Facts
 
     out = Facts()
     engine = engine or facts.get("launch.engine")
+    if engine not in ("vllm", "sglang"):
+        return out
+    version = facts.get("launch.version")
     embed = card.param_parts.get("embed", 0)
-    if engine != "sglang" or not embed:
-        return out
-    found = rule("sglang_replicated_embedding", "sglang", facts.get("launch.version"))
-    if found is None or not any(a in (found.values.get("archs") or ()) for a in card.architectures):
-        return out
-    out.set("model.replicated_weight_bytes", embed * 2,
-            f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
-            f"(sglang {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    found = rule("sglang_replicated_embedding", engine, version) if engine == "sglang" else None
+    if embed and found is not None and any(a in (found.values.get("archs") or ()) for a in card.architectures):
+        out.set("model.replicated_weight_bytes", embed * 2,
+                f"derived: the 16-bit token embedding ({embed / 1e9:.2f} B parameters) is held whole by every TP rank "
+                f"(sglang {version or 'newest'}: {found.evidence})")
+    tables = card.rope_tables_for(engine)
+    rope = rule("rope_cache", engine, version)
+    if tables and rope is not None:
+        amd = str(facts.get("gpu.vendor") or "").lower() == "amd"
+        per = rope.values.get("rocm_bytes_per_element") if amd else None
+        per = per or rope.values["bytes_per_element"]
+        if per == "model_dtype":
+            dtype = str(facts.get("launch.flags.dtype") or card.dtype or "").lower()
+            per = 4 if dtype in ("float32", "float", "fp32") else 2
+        size = sum(positions * dim for positions, dim in tables) * int(per)
+        shown = " + ".join(f"{positions:,} × {dim}" for positions, dim in tables)
+        out.set("model.rope_table_bytes", size,
+                f"derived: the rotary cos/sin table{'s' if len(tables) > 1 else ''} ({shown} values × {per} B, "
+                f"doctor/model/rope.py) on every rank beside the weights ({engine} {version or 'newest'}: "
+                f"{rope.evidence})")
     return out
 
 
@@ -562,7 +607,11 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             gpu_memory_bytes=number("gpu.memory_bytes"),
                             mem_fraction=_mem_fraction(facts), gpu_sm=number("gpu.sm"), ep=_ep(facts),
                             nvswitch=on_nvswitch(facts.get("gpu.interconnect"), facts.get("gpu.nvlink_domain")),
-                            enforce_eager=facts.get("launch.flags.enforce_eager") is True)
+                            enforce_eager=facts.get("launch.flags.enforce_eager") is True,
+                            flashinfer_sampler=(str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1"
+                                                or facts.get("log.sampler") == "flashinfer"),
+                            mxfp4_backend=facts.get("log.mxfp4_backend")
+                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")

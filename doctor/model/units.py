@@ -44,6 +44,8 @@ def parse_tokens(text: str, *, flag: str = "--context") -> int:
     number = float(match.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
     if not math.isfinite(number):  # 400 digits: past any float
         raise InputError(f"{flag}: {text[:20]!r}… is not a token count")
+    if not match.group(2) and not number.is_integer():  # "1.5k" is 1536 tokens; "1.5" tokens is no count
+        raise InputError(f"{flag}: {text!r} is not a whole number of tokens")
     value = int(number)
     if value <= 0:
         raise InputError(f"{flag}: must be positive, got {text!r}")

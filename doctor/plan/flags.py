@@ -134,7 +134,8 @@ def parallel_flags(engine: str, catalog: Catalog, par: Parallelism, moe: bool) -
             out.append(FlagChoice("ep_size", par.ep, f"experts sharded whole over {par.ep} GPUs; without it every "
                                   "GPU holds a slice of every expert"))
     if moe and par.replicas > 1:
-        notes.append(f"run {par.replicas} copies of this command, one per {par.instance_gpus} GPUs "
+        notes.append(f"run {par.replicas} copies of this command, one per "
+                     f"{'GPU' if par.instance_gpus == 1 else f'{par.instance_gpus} GPUs'} "
                      "(CUDA_VISIBLE_DEVICES), behind a load balancer")
     if par.pp > 1:
         notes.append("pipeline stages span nodes: start it with the engine's multi-node options "

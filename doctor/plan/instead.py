@@ -17,41 +17,40 @@ from doctor.plan.parallelism import Decision
 from doctor.plan.rules import rules
 
 Replan = Callable[[int, WeightPlan], Decision]
+#: Whether the plan with that many GPUs and those weights passes the plan's own gates (the playbooks' verdict).
+Runs = Callable[[int, WeightPlan], bool]
 
 
 def alternatives(card: ModelCard, gpu: GpuModel, count: int, weights: WeightPlan, fraction: float, *,
-                 weights_short: bool, replan: Replan) -> list[str]:
-    """``weights_short``: the weights (or one request's KV beside them) do not fit ``count`` GPUs."""
+                 weights_short: bool, replan: Replan, runs: Runs) -> list[str]:
+    """``weights_short``: the weights (or one request's KV beside them) do not fit ``count`` GPUs. More of these
+    GPUs, or smaller weights on them, are proposed only where they pass the same gates as the plan: a model whose
+    attention has no kernel on this GPU (DSA on sm_89), or whose checkpoint's format it cannot run (FP8 on sm_70),
+    runs on no number of them."""
     out: list[str] = []
-    # More of these GPUs, or smaller weights on them, pass the same gates as the plan: a model whose attention
-    # has no kernel on this GPU (DSA on sm_89) runs on no number of them.
-    if weights_short and not _no_kernel(card, gpu):
-        out += _more_gpus(gpu, count, weights, replan) + _smaller_weights(card, gpu, count, weights, replan)
+    if weights_short:
+        out += _more_gpus(gpu, count, weights, replan, runs) + _smaller_weights(card, gpu, count, weights, replan,
+                                                                                runs)
     out.append(architecture_line(card, gpu, count, fraction))
     return out
 
 
-def _no_kernel(card: ModelCard, gpu: GpuModel) -> bool:
-    """The model's attention needs a kernel path this GPU does not have (doctor/hardware/kernels.yaml)."""
-    from doctor.hardware.gating import kernel_support
-
-    dsa = "dsa" in (card.attention, card.full_attention)
-    return dsa and gpu.sm is not None and not kernel_support(gpu).get("dsa_kernels", True)
-
-
-def _more_gpus(gpu: GpuModel, count: int, weights: WeightPlan, replan: Replan) -> list[str]:
+def _more_gpus(gpu: GpuModel, count: int, weights: WeightPlan, replan: Replan, runs: Runs) -> list[str]:
     for more in (2, 4, 8, 16, 32, 64, 128):
         if more <= count:
             continue
         decision = replan(more, weights)
         if decision.fits:
+            if not runs(more, weights):  # a gate that more of the same GPUs do not lift
+                return []
             par = decision.parallelism
             across = " (pipeline stages across nodes)" if par.pp > 1 else ""
             return [f"more GPUs: {par.instance_gpus}× {gpu.name} as {par.label()}{across}"]
     return []
 
 
-def _smaller_weights(card: ModelCard, gpu: GpuModel, count: int, weights: WeightPlan, replan: Replan) -> list[str]:
+def _smaller_weights(card: ModelCard, gpu: GpuModel, count: int, weights: WeightPlan, replan: Replan,
+                     runs: Runs) -> list[str]:
     out = []
     for dtype, native in (("fp8", gpu.fp8), ("nvfp4", gpu.nvfp4)):
         if not native:
@@ -60,7 +59,7 @@ def _smaller_weights(card: ModelCard, gpu: GpuModel, count: int, weights: Weight
         if smaller.total_bytes >= weights.total_bytes:
             continue
         decision = replan(count, smaller)
-        if decision.fits:
+        if decision.fits and runs(count, smaller):
             how = ("quantized while loading: --weights-dtype fp8" if smaller.online else
                    f"an {dtype.upper()} checkpoint: --weights-dtype {dtype} --model-path <its repo>")
             out.append(f"smaller weights: {dtype.upper()} ({format_bytes(smaller.total_bytes)}) fits {count}× "

@@ -161,7 +161,7 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
             break
     if chosen is None:
         chosen = best
-        reasons.append(f"no layout of {_gpus(count)} holds {demand.users} requests of {format_tokens(demand.context)}: "
+        reasons.append(f"no layout of {gpus_text(count)} holds {demand.users} requests of {format_tokens(demand.context)}: "
                        f"the largest capacity is {best[1].users_total} ({best[0].label()})")
     par, found, kv = chosen
     reasons += _escalation_reasons(card, demand, n0, mode0, kv0, par, found, kv, form, evaluate)
@@ -175,21 +175,23 @@ def choose(card: ModelCard, gpu: GpuModel, count: int, demand: Demand, kv_option
         reasons.append(f"MoE: expert parallelism over the {par.instance_gpus} GPUs of a replica (EP{par.ep}): each "
                        f"GPU holds {card.moe.experts // par.ep if card.moe else 0} of {card.moe.experts if card.moe else 0} "
                        "experts whole instead of a slice of every expert")
-    elif moe:
+    elif moe:  # the architecture line must not call EP essential and then plan without it
+        reasons[0] = _architecture_reason(card, expert_parallel=False)
         reasons.append("MoE on one GPU per replica: there is nothing to shard, so no expert parallelism")
     if not moe and par.attn_tp > split:
         reasons.append(f"TP{par.attn_tp} is wider than the {split} KV head(s): each extra rank stores a copy of the KV")
     if par.replicas > 1:
-        reasons.append(f"{par.replicas} replicas of {par.instance_gpus} GPU(s) each")
+        reasons.append(f"{par.replicas} replicas of {gpus_text(par.instance_gpus)} each")
     idle = count - par.instance_gpus * par.replicas
     return Decision(par, found, kv, tuple(reasons), True, idle)
 
 
-def _gpus(count: int) -> str:
+def gpus_text(count: int) -> str:
+    """"1 GPU", "8 GPUs": never "1 GPUs"."""
     return f"{count} GPU" + ("" if count == 1 else "s")
 
 
-def _architecture_reason(card: ModelCard) -> str:
+def _architecture_reason(card: ModelCard, *, expert_parallel: bool = True) -> str:
     attention = card.attention
     if attention == "hybrid":
         base = (f"hybrid ({card.full_attention.upper()} + linear attention): KV only in {card.layers.kv} of "
@@ -200,7 +202,8 @@ def _architecture_reason(card: ModelCard) -> str:
         base = f"{attention.upper()}: {card.kv_heads} KV heads shared by {card.attention_heads} query heads"
     if card.moe is None:
         return base + "; dense - tensor parallelism only (no experts for EP, no compressed KV to de-replicate)"
-    return base + f"; MoE with {card.moe.experts} routed experts ({card.moe.active} per token) - EP is essential"
+    return base + f"; MoE with {card.moe.experts} routed experts ({card.moe.active} per token)" + (
+        " - EP is essential" if expert_parallel else "")
 
 
 def _size_for_latency(card: ModelCard, latency: str, n_min: int, valid: list[int]) -> tuple[int, str]:
@@ -287,10 +290,10 @@ def _pipeline_or_nothing(card: ModelCard, count: int, valid: list[int], kv0: str
     assert found is not None
     layout = f"TP{tp}" + (f" × PP{pp}" if pp > 1 else "")
     if found.weights_fit:
-        reasons.append(f"the weights fit {_gpus(count)} as {layout}, but leave no room for one request of "
+        reasons.append(f"the weights fit {gpus_text(count)} as {layout}, but leave no room for one request of "
                        f"{format_tokens(demand.context)} ({format_bytes(found.bytes_per_sequence)} of KV)")
     else:
-        reasons.append(f"the weights do not fit {_gpus(count)} even as {layout}: "
+        reasons.append(f"the weights do not fit {gpus_text(count)} even as {layout}: "
                        f"{format_bytes(found.fit.weights_per_gpu_bytes or 0)} per GPU of "
                        f"{format_bytes(found.fit.usable_bytes_per_gpu)} usable")
     return Decision(replace(par, replicas=1), found, kv0, tuple(reasons), False, 0)

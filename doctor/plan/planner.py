@@ -25,7 +25,7 @@ from doctor.plan.flags import (
     parallel_flags,
     users_note,
 )
-from doctor.plan.parallelism import Decision, Parallelism, choose
+from doctor.plan.parallelism import Decision, Parallelism, choose, gpus_text
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
 
@@ -180,7 +180,8 @@ def _engine_plan(engine: str, catalog: Catalog, request: PlanRequest, card: Mode
     if short:
         notes.insert(0, short)
     if decision.idle_gpus:
-        notes.append(f"{decision.idle_gpus} GPU(s) left idle: replicas need {par.instance_gpus} GPUs each")
+        notes.append(f"{gpus_text(decision.idle_gpus)} left idle: replicas need {gpus_text(par.instance_gpus)} "
+                     "each")
     version = request.engine_version or catalog.version
     if catalog.note and request.engine_version:
         notes.append(catalog.note)
@@ -258,8 +259,16 @@ def _instead(plan: Plan) -> list[str]:
                                        first.fraction)
         return sizer_cache[key]
 
+    def runs(count: int, weights: WeightPlan) -> bool:
+        """The alternative passes the plan's own gates: the playbooks over its command do not say "does not
+        run" (an fp8 checkpoint on sm_70, DSA on sm_89 stay refused on any number of those GPUs)."""
+        sizer = Sizer(plan.card, weights, plan.gpu.gpu.memory_bytes, plan.gpu.gpu.name)
+        other = _engine_plan(first.engine, first.catalog, plan.request, plan.card, replace(plan.gpu, count=count),
+                             plan.demand, weights, plan.model_path, plan.family, sizer)
+        return other.status != DOES_NOT_RUN
+
     return alternatives(plan.card, plan.gpu.gpu, plan.gpu.count, plan.weights, first.fraction,
-                        weights_short=short, replan=replan)
+                        weights_short=short, replan=replan, runs=runs)
 
 
 def default_model_path(spec: str) -> str:

@@ -180,6 +180,8 @@ CAUSE_SCHEMA: dict[str, Any] = {
             "properties": {
                 "symptom": {"type": "string", "pattern": KEBAB},
                 "yields_to": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": KEBAB}},
+                # a cause named only by the start-up stage that raised: after the others of its rank (playbook/engine.py)
+                "stage": {"type": "boolean"},
                 "when": {"$ref": "#/$defs/condition"},
                 "note": {"type": "string", "minLength": 1},
             },

@@ -34,6 +34,7 @@ class ReportOptions:
 def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
         waiting: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """The ``llmdoctor.report/1`` document and every finding in it; TargetError when Prometheus gave nothing."""
+    from doctor.bounds import check
     from doctor.commands.fleet import load_targets
     from doctor.playbook.loader import load_playbooks
     from doctor.report.analysis import analyze, attach_detail, charted, document, iso
@@ -52,10 +53,10 @@ def run(options: ReportOptions, progress: Callable[[str], None] | None = None,
     if trend < 2 * step:
         raise InputError(f"--trend {options.trend}: the KV slope needs at least two --step ({options.step}) "
                          f"inside it (and inside --since {options.since})")
-    if options.timeout_s <= 0:
-        raise InputError(f"--timeout {options.timeout_s:g}: must be more than 0 seconds")
+    check("timeout", options.timeout_s, "--timeout")
     selector = Selector.parse(options.selector)
     end = parse_time(options.until) if options.until else time.time()
+    check("unix_time", end, "--until")
     client = connect(options.prometheus, timeout_s=options.timeout_s, end=end, progress=progress,
                      waiting=waiting)
     specs = load_targets(options.targets) if options.targets else []

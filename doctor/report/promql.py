@@ -56,6 +56,9 @@ def parse_duration(text: str, flag: str) -> float:
         raise InputError(f"{flag}: {text!r} is not a duration (use e.g. 30s, 15m, 24h, 7d, 1h30m)")
     if seconds <= 0:
         raise InputError(f"{flag}: {text!r} must be longer than 0")
+    from doctor.bounds import check
+
+    check("duration", seconds, flag)
     return seconds
 
 

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
+from doctor.sources.card import float32_facts, online_fp8_facts, parser_token_facts
+from doctor.sources.launch import parser_since_facts, spelling_facts
+from doctor.versions import orderable_version
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,6 +63,8 @@ class OfflineInputs:
     #: never ask the Hugging Face Hub for a model not found locally (--offline; HF_HUB_OFFLINE does the same)
     offline: bool = False
     log: str | None = None  # path of the engine's server log ('-': standard input)
+    #: path of what a client got back (an API error body, the client's traceback): read with the log, after it
+    client_output: str | None = None
     #: a log excerpt a snapshot recorded (doctor.logs.parse), read instead of ``log``
     log_excerpt: dict[str, Any] | None = None
     #: generation_config.json content recorded with ``config_json`` (a replayed snapshot)
@@ -278,7 +283,7 @@ def log_input_facts(inputs: OfflineInputs) -> Facts:
 
     sigs = inputs.log_signatures
     reading = (replay_excerpt(inputs.log_excerpt, sigs) if inputs.log_excerpt is not None
-               else read_log_input(inputs.log, sigs))
+               else read_log_input(inputs.log, sigs, inputs.client_output))
     return reading.facts
 
 
@@ -372,13 +377,6 @@ def _program(argv: list[str]) -> str:
 # ------------------------------------------------------------------------------------------ all together
 def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
     """Every offline input as facts, on top of ``live`` facts (which win: they were observed just now)."""
-    # Imported here, not with the module: `check` reads this module's input types before it starts the probes,
-    # and the derivation (its analyzer registry ordered at import) is better paid while they wait on the network.
-    from doctor.derive.parsers import family_facts, parser_since_facts, parser_token_facts
-    from doctor.derive.precision import float32_facts, online_fp8_facts
-    from doctor.derive.spelling import spelling_facts
-    from doctor.versions import orderable_version
-
     facts = Facts()
     if live is not None:
         facts.update(live)
@@ -387,7 +385,7 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.update(server_info_facts(inputs.server_info), overwrite=False)
     if inputs.metrics:
         facts.update(metrics_file_facts(inputs.metrics), overwrite=False)
-    if inputs.log or inputs.log_excerpt:
+    if inputs.log or inputs.log_excerpt or inputs.client_output:
         facts.update(log_input_facts(inputs), overwrite=False)
     text, origin, version = inputs.command, inputs.command_from, inputs.engine_version
     unread = False  # a --command given that names no launch llmdoctor reads (command_optional)
@@ -483,7 +481,6 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
         facts.error("model", f"{facts.unknown_reason('launch.model')}; pass --config PATH|REPO for the model checks")
     else:
         facts.error("model", "no model config (pass --config PATH|REPO)")
-    facts.update(family_facts(facts), overwrite=False)
 
     if "gpu.name" not in facts and not facts.unknown_reason("gpu"):
         facts.error("gpu", "no GPU given")
