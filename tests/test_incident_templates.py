@@ -63,7 +63,7 @@ GENERIC = {
     "lower-05371f716e": "Python's TypeError wording for a class built with a keyword it lacks (Triton's site of it, "
                         "triton/language/core.py:1655, is a coincidence of the template); for the engine's own argument "
                         "classes (EngineArgs, ServerArgs) the flag history of the keyword decides, not these words "
-                        "(log.engine_kwargs_unknown: launch.kwargs_too_new, launch.kwargs_removed); a keyword the "
+                        "(log.engine_kwargs_unknown: launch.kwargs_too_new, launch.removed_flags); a keyword the "
                         "installed release has names no cause",
     "sglang-c9d408794a": "the scheduler retracts decode requests before a step whose tokens do not fit "
                          "(sglang/srt/managers/scheduler.py:1034-1039, check_decode_mem and retract_decode, 0.4.3), so "
