@@ -339,6 +339,7 @@ def test_the_engine_package_itself_is_no_missing_dependency(case_id: str, tmp_pa
     ("i564", "tool-parser-unregistered"),  # argparse's invalid choice for --tool-call-parser (cli_args.py:202, 0.10.0)
     ("i569", "trust-remote-code-missing"),  # transformers' "contains custom code which must be executed" (4.57.1)
     ("i551", "scheduler-config-rejected"),  # the encoder budget (encoder_cache_manager.py:366, 0.33.0)
+    ("i542", "gpu-arch-unsupported"),  # FlashAttention's own sm_80 check (flash_api.cpp) on a pre-Ampere GPU
 ])
 def test_batch_5_classes(case_id: str, cause: str, tmp_path: Path) -> None:
     causes = _causes(_case_log(case_id, tmp_path))
@@ -354,3 +355,12 @@ def test_remote_code_refused_although_the_command_allows_it_is_not_the_flag(tmp_
     without = _check("--log", log, "--command", "vllm serve m", "--symptom", "launch-failure")
     assert "trust-remote-code-missing" not in [f["id"] for f in with_flag["findings"]]
     assert "trust-remote-code-missing" in [f["id"] for f in without["findings"]]
+
+
+def test_a_backend_without_softcapping_is_named_before_the_gpu(tmp_path: Path) -> None:
+    """vllm-project/vllm#9922 (i151): Gemma-2 on a Turing GPU logs xFormers' soft-capping refusal and FlashAttention's
+    sm_80 check; the backend finding (its fix) is the cause named, the GPU's minimum yields to it."""
+    causes = _causes(_case_log("i151", tmp_path))
+    assert "softcap-unsupported-backend" in causes
+    doc = _check("--log", str(_case_log("i151", tmp_path)), "--engine-version", "0.6.3", "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]][0] == "softcap-unsupported-backend"
