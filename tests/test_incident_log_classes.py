@@ -340,6 +340,8 @@ def test_the_engine_package_itself_is_no_missing_dependency(case_id: str, tmp_pa
     ("i569", "trust-remote-code-missing"),  # transformers' "contains custom code which must be executed" (4.57.1)
     ("i551", "scheduler-config-rejected"),  # the encoder budget (encoder_cache_manager.py:366, 0.33.0)
     ("i542", "gpu-arch-unsupported"),  # FlashAttention's own sm_80 check (flash_api.cpp) on a pre-Ampere GPU
+    ("i580", "driver-too-old"),  # a kernel library needing a driver API function libcuda lacks (cuGreenCtx…)
+    ("i568", "model-load-failed"),  # a traceback cut inside a model's load_weights (the error past the cut)
 ])
 def test_batch_5_classes(case_id: str, cause: str, tmp_path: Path) -> None:
     causes = _causes(_case_log(case_id, tmp_path))
