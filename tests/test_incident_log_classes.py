@@ -19,11 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
 LIVE = ROOT / "fixtures" / "live"
 #: only worked batches are read here (a blind batch is never run before it is measured)
-WORKED = {1, 2, 3, 4}
+WORKED = {1, 2, 3, 4, 5}
+
+
+def _case_path(case_id: str) -> Path:
+    """A case by its full id (i046-sglang-4048) or its number alone (i554)."""
+    exact = CASES / f"{case_id}.yaml"
+    return exact if exact.is_file() else next(CASES.glob(f"{case_id}-*.yaml"))
 
 
 def _case_log(case_id: str, tmp_path: Path) -> Path:
-    data = yaml.safe_load((CASES / f"{case_id}.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load(_case_path(case_id).read_text(encoding="utf-8"))
     assert int(data["batch"]) in WORKED
     path = tmp_path / f"{case_id}.log"
     path.write_text(data["evidence"]["log"], encoding="utf-8")
@@ -298,3 +304,65 @@ def test_a_gpu_below_the_engines_minimum_is_the_fault_not_its_dtype(tmp_path: Pa
     ids = [f["id"] for f in _check("--log", str(_case_log("i015-vllm-1284", tmp_path)), "--symptom",
                                    "launch-failure")["findings"]]
     assert ids[0] == "gpu-arch-unsupported" and "bf16-unsupported-gpu" not in ids
+
+
+def test_an_engine_argument_the_release_dropped_is_a_removed_flag(tmp_path: Path) -> None:
+    """hiyouga/LlamaFactory#9503 (i554): a launcher builds AsyncEngineArgs(disable_log_requests=…) against vLLM 0.11.0,
+    whose flag catalog keeps --disable-log-requests only as a deprecated spelling (vllm/engine/arg_utils.py:1752,
+    0.10.1-0.16.0) and whose argument class refused the keyword: removed-flag, and the TypeError is no longer an
+    unplaced refusal. On 0.10.0, which has the argument, the same words name neither; vllm-project/vllm#9398 (i556):
+    num_scheduler_steps on 0.6.3, which has it, is neither too new nor removed (a mixed installation refused it)."""
+    log = str(_case_log("i554", tmp_path))
+    doc = _check("--log", log, "--engine-version", "0.11.0", "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]] == ["removed-flag"]
+    [removed] = doc["facts"]["launch.removed_flags"]["value"]
+    assert removed["flag"] == "--disable-log-requests" and removed["dropped_in"] == "0.11.0"
+    doc = _check("--log", log, "--engine-version", "0.10.0", "--symptom", "launch-failure")
+    assert {"removed-flag", "engine-too-old"}.isdisjoint(f["id"] for f in doc["findings"])
+    doc = _check("--log", str(_case_log("i556", tmp_path)), "--engine-version", "0.6.3", "--symptom", "launch-failure")
+    ids = [f["id"] for f in doc["findings"]]
+    assert "engine-error-unplaced" in ids and {"removed-flag", "engine-too-old"}.isdisjoint(ids)
+
+
+@pytest.mark.parametrize("case_id", ["i497", "i574"])
+def test_the_engine_package_itself_is_no_missing_dependency(case_id: str, tmp_path: Path) -> None:
+    """vllm-project/vllm#475 (a script named vllm.py: "cannot import name 'LLM' from 'vllm'") and #2236 (a volume
+    mounted over the image's package: "No module named 'vllm'"): Python not finding the engine, or finding a module of
+    its name without its names, is not a dependency the engine lacks."""
+    assert "engine-dependency-missing" not in _causes(_case_log(case_id, tmp_path))
+
+
+@pytest.mark.parametrize("case_id, cause", [
+    ("i524", "model-architecture-refused"),  # SGLang 0.3.0's "Unsupported architectures: …" (beside engine-too-old)
+    ("i525", "model-architecture-refused"),  # "Model architectures […] are not supported for now"
+    ("i573", "model-architecture-refused"),  # an architecture vLLM dropped (registry.py:1234, 0.33.0), cut short
+    ("i564", "tool-parser-unregistered"),  # argparse's invalid choice for --tool-call-parser (cli_args.py:202, 0.10.0)
+    ("i569", "trust-remote-code-missing"),  # transformers' "contains custom code which must be executed" (4.57.1)
+    ("i551", "scheduler-config-rejected"),  # the encoder budget (encoder_cache_manager.py:366, 0.33.0)
+    ("i542", "gpu-arch-unsupported"),  # FlashAttention's own sm_80 check (flash_api.cpp) on a pre-Ampere GPU
+    ("i580", "driver-too-old"),  # a kernel library needing a driver API function libcuda lacks (cuGreenCtx…)
+    ("i568", "model-load-failed"),  # a traceback cut inside a model's load_weights (the error past the cut)
+])
+def test_batch_5_classes(case_id: str, cause: str, tmp_path: Path) -> None:
+    causes = _causes(_case_log(case_id, tmp_path))
+    assert cause in causes
+    assert "invalid-flag-value" not in causes
+
+
+def test_remote_code_refused_although_the_command_allows_it_is_not_the_flag(tmp_path: Path) -> None:
+    """i569's transformers refusal with a launch command that passes --trust-remote-code: the flag is not what is
+    missing (vllm-project/vllm#38307: a quantization config's own reload dropped it), so the cause is not named."""
+    log = str(_case_log("i569", tmp_path))
+    with_flag = _check("--log", log, "--command", "vllm serve m --trust-remote-code", "--symptom", "launch-failure")
+    without = _check("--log", log, "--command", "vllm serve m", "--symptom", "launch-failure")
+    assert "trust-remote-code-missing" not in [f["id"] for f in with_flag["findings"]]
+    assert "trust-remote-code-missing" in [f["id"] for f in without["findings"]]
+
+
+def test_a_backend_without_softcapping_is_named_before_the_gpu(tmp_path: Path) -> None:
+    """vllm-project/vllm#9922 (i151): Gemma-2 on a Turing GPU logs xFormers' soft-capping refusal and FlashAttention's
+    sm_80 check; the backend finding (its fix) is the cause named, the GPU's minimum yields to it."""
+    causes = _causes(_case_log("i151", tmp_path))
+    assert "softcap-unsupported-backend" in causes
+    doc = _check("--log", str(_case_log("i151", tmp_path)), "--engine-version", "0.6.3", "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]][0] == "softcap-unsupported-backend"

@@ -60,6 +60,20 @@ GENERIC = {
     "vllm-c1aa607279": _WRAPPER,  # EngineCore encountered a fatal error. (the exception follows)
     "lower-a15b798d12": "CUDA's illegal memory access: a kernel's bug or a GPU fault, which the kernel log's Xid line "
                         "decides (gpu-xid-error), not these words",
+    "lower-05371f716e": "Python's TypeError wording for a class built with a keyword it lacks (Triton's site of it, "
+                        "triton/language/core.py:1655, is a coincidence of the template); for the engine's own argument "
+                        "classes (EngineArgs, ServerArgs) the flag history of the keyword decides, not these words "
+                        "(log.engine_kwargs_unknown: launch.kwargs_too_new, launch.removed_flags); a keyword the "
+                        "installed release has names no cause",
+    "sglang-c9d408794a": "the scheduler retracts decode requests before a step whose tokens do not fit "
+                         "(sglang/srt/managers/scheduler.py:1034-1039, check_decode_mem and retract_decode, 0.4.3), so "
+                         "the allocator failing after that check is the check's own estimate falling short, not a KV "
+                         "pool too small for the load (which retraction absorbs)",
+    "sglang-d9bca0f1ea": _WRAPPER,  # Initialization failed. warmup error: {traceback} (the warmup's own exception)
+    "sglang-ebb34f41ba": _WRAPPER,  # Server warmup failed; aborting startup: {e} (the warmup's own exception)
+    "vllm-590105ee23": "a notice of which MoE kernel package serves gpt-oss-style experts on ROCm "
+                       "(vllm/model_executor/layers/fused_moe/gpt_oss_triton_kernels_moe.py:56, 0.17.0-0.19.1, at "
+                       "import); the server goes on with it",
 }
 
 

@@ -324,23 +324,59 @@ def log_stats_facts(facts: Facts) -> None:
 
 
 def engine_kwarg_facts(facts: Facts) -> None:
-    """``launch.kwargs_too_new``: the engine arguments a launcher passed (log.engine_kwargs_unknown) that a later
-    release of the engine has, by the flag catalogs' history (the argument's flag, ``--name-with-dashes``): the
-    release given is older than the launcher expects."""
+    """The engine arguments a launcher passed (log.engine_kwargs_unknown) against the flag catalogs' history (the
+    argument's flag, ``--name-with-dashes``): ``launch.kwargs_too_new`` for those a later release has (the release
+    given is older than the launcher expects), and, joining ``launch.removed_flags``, those only earlier releases
+    had (the launcher is older than the release: vLLM's ``disable_log_requests``, dropped in 0.11.0). An argument the
+    release itself has names neither: the release that refused it is not the one given (a mixed installation), and
+    the engine's error stays unplaced. Either kind explains the TypeError, so it leaves
+    ``log.catalog.unmapped_refusals``."""
     names = facts.get("log.engine_kwargs_unknown")
     engine = facts.get("launch.engine") or facts.get("log.engine")
     version = facts.get("launch.version")
     if not names or engine not in ("vllm", "sglang") or not version:
         return
-    from doctor.engines.catalog import option_since
+    from doctor.engines.catalog import flag_runs, option_since, release_index
     from doctor.versions import version_at_least
 
     since = option_since(engine)
+    source = f"{facts.fact('log.engine_kwargs_unknown').source} against the {engine} flag catalogs' history"
     found = [{"argument": name, "since": since[flag]} for name in names
              if (flag := "--" + name.replace("_", "-")) in since and not version_at_least(version, since[flag])]
     if found:
-        facts.set("launch.kwargs_too_new", found, f"{facts.fact('log.engine_kwargs_unknown').source} against the "
-                  f"{engine} flag catalogs' history (the first release with each argument's flag)")
+        facts.set("launch.kwargs_too_new", found, f"{source} (the first release with each argument's flag)")
+    order = release_index(engine)
+    releases = sorted(order, key=order.__getitem__)
+    removed = []
+    for name in names:
+        runs = flag_runs(engine).get("--" + name.replace("_", "-"), []) if name not in {f["argument"] for f in found} else []
+        if not runs or not version_at_least(version, runs[0][0]):
+            continue
+        current = next((r for r in runs if version_at_least(version, r[0]) and version_at_least(r[1], version)), None)
+        if current is None:  # every release that had it is before the one given
+            last = runs[-1][1]
+            dropped = releases[order[last] + 1] if order[last] + 1 < len(releases) else last
+            note = f"passed as the engine argument {name}; {engine} {dropped} dropped it (last in {last})"
+        elif current[2].get("deprecated") and order.get(current[0], 0) > 0:
+            # the release keeps the flag only as a deprecated spelling, and its argument class refused the keyword
+            # (the TypeError): the argument itself is gone (vllm/engine/arg_utils.py:1752, 0.10.1-0.16.0,
+            # --disable-log-requests, whose field became enable_log_requests)
+            last, dropped = releases[order[current[0]] - 1], version
+            note = (f"passed as the engine argument {name}; {engine} {current[0]} deprecated its flag and {version} "
+                    f"refuses the argument")
+        else:
+            continue
+        removed.append({"flag": "--" + name.replace("_", "-"), "since": runs[0][0], "last": last,
+                        "dropped_in": dropped, "version_known": True, "note": note})
+    if removed:
+        facts.set("launch.removed_flags", [*(facts.get("launch.removed_flags") or []), *removed],
+                  f"{source} (the last release with each argument's flag)")
+    explained = {f["argument"] for f in found} | {r["flag"][2:].replace("-", "_") for r in removed}
+    refusals = facts.fact("log.catalog.unmapped_refusals")
+    if explained and refusals is not None and refusals.value:
+        kept = [r for r in refusals.value
+                if not any(f"unexpected keyword argument '{name}'" in str(r.get("message", "")) for name in explained)]
+        facts.set("log.catalog.unmapped_refusals", kept, refusals.source)
 
 
 def workload_facts(workload: Workload) -> Facts:
