@@ -9,7 +9,7 @@ from typing import Any
 
 from doctor.playbook.loader import load_playbooks
 
-_FILE_LINE = re.compile(r"[a-z_/]+\.py:\d+")
+_FILE_LINE = re.compile(r"[a-z0-9_/]+\.py:\d+")  # a module name may hold digits (deepseek_v2.py)
 
 
 def _causes(nodes: list[dict[str, Any]], severity: str | None = None) -> list[tuple[str, str | None, bool]]:
