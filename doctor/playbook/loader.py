@@ -79,6 +79,21 @@ class Playbook:
     applies_when: dict[str, Any] | None = None
     source: str = ""
 
+    @cached_property
+    def steps(self) -> Any:
+        """The tree with every ``when`` compiled (doctor.playbook.engine.Tree), built on the first walk and kept
+        with the playbook: a process that lints many commands (MCP, ``serve``) reads each node's shape once."""
+        from doctor.playbook.engine import Tree
+
+        return Tree(self.tree)
+
+    @cached_property
+    def entry(self) -> Any:
+        """``applies_when`` compiled (doctor.playbook.conditions.compile_condition); None: the tree always runs."""
+        from doctor.playbook.conditions import compile_condition
+
+        return None if self.applies_when is None else compile_condition(self.applies_when)
+
 
 @dataclass
 class PlaybookSet:
@@ -90,6 +105,12 @@ class PlaybookSet:
     facts: dict[str, FactSpec] = field(default_factory=dict)
     #: per registry namespace: its title and notes (docs/facts.md)
     fact_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @cached_property
+    def stage_causes(self) -> frozenset[str]:
+        """Causes named only by where in start-up the engine raised (``log_node.stage``): ranked after the causes
+        that say what failed (doctor.playbook.engine.diagnose), worked out once per loaded set."""
+        return frozenset(cid for cid, cause in self.causes.items() if cause.log_node.get("stage"))
 
     @cached_property
     def registry(self) -> Registry:
