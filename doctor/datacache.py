@@ -31,7 +31,7 @@ _SUFFIX = ".marshal"
 _BLOB = ".blob"
 
 
-def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
+def cached(name: str, sources: Iterable[str | Path], build: Callable[[], T]) -> T:
     """``build()``, or its result from the last run if no file in ``sources`` changed since.
 
     When ``build`` shapes the data in code (validation, defaults, dataclass fields), list that code's module file
@@ -53,7 +53,7 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
     return value
 
 
-def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T, bytes]]) -> tuple[T, Any]:
+def cached_blob(name: str, sources: Iterable[str | Path], build: Callable[[], tuple[T, bytes]]) -> tuple[T, Any]:
     """Like :func:`cached`, for data whose bulk is read only in small part: ``build()`` gives ``(index, blob)``
     and the blob is kept beside the index as raw bytes, mapped into memory rather than read (a run that looks
     at a few dozen of 20,000 entries pays for those). Returns ``(index, buffer)``, the buffer sliceable like
@@ -80,7 +80,7 @@ def cached_blob(name: str, sources: Iterable[Path], build: Callable[[], tuple[T,
     return value, data
 
 
-def _slot(name: str, sources: Iterable[Path]) -> tuple[Path, str, str] | None:
+def _slot(name: str, sources: Iterable[str | Path]) -> tuple[Path, str, str] | None:
     """(cache directory, the data set's slot name, the sources' key), or None when nothing can be kept (no safe
     cache directory, or a source vanished: then build() runs and says so)."""
     directory = cache_dir()
@@ -93,7 +93,7 @@ def _slot(name: str, sources: Iterable[Path]) -> tuple[Path, str, str] | None:
         return None
     # One slot per data set and checkout: two installs side by side do not evict each other's copies.
     if ordered:
-        name = f"{name}.{sha1(str(ordered[0].parent.resolve()).encode()).hexdigest()[:8]}"
+        name = f"{name}.{sha1(str(Path(ordered[0]).parent.resolve()).encode()).hexdigest()[:8]}"
     return directory, name, key
 
 
@@ -130,13 +130,15 @@ def cache_dir() -> Path | None:
     return directory
 
 
-def _key(sources: list[Path]) -> str:
+def _key(sources: list[str | Path]) -> str:
     from doctor import __version__
 
     digest = sha1(f"{__version__}|{sys.version}".encode())
-    for path in sources:  # one stat per file and no resolve(): a directory of ~100 small files stays cheap
-        info = os.stat(path)
-        digest.update(f"|{os.path.abspath(path)}|{info.st_size}|{info.st_mtime_ns}".encode())
+    for path in sources:  # one stat per file and no resolve(): a directory of ~200 small files stays cheap
+        name = os.fspath(path)
+        info = os.stat(name)
+        digest.update(f"|{name if os.path.isabs(name) else os.path.abspath(name)}|{info.st_size}|"
+                      f"{info.st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
 
 

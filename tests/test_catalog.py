@@ -8,6 +8,7 @@ loader.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -19,6 +20,7 @@ from conftest import SHARED_FIXTURES, requires_shared
 from doctor.engines.catalog import (
     CATALOG_DIR,
     SCHEMA,
+    FlagSpec,
     available,
     choose_version,
     flag_history,
@@ -367,3 +369,15 @@ def test_real_scrapes_only_use_catalogued_series(scrape: str, engine: str, versi
     ours = {s for s in series if s.startswith(engine + ":") and not s.endswith("_created")}
     assert len(ours) > 20
     assert ours <= exposed, sorted(ours - exposed)
+
+
+def test_flag_specs_built_from_json_set_every_field_as_init_does() -> None:
+    """FlagSpec.from_json fills the frozen dataclass's fields directly (its __init__ is the slow part of loading a
+    release): the result must be the very object __init__ builds from the same values, for every flag of a release
+    of each engine — every field set, none extra, equal and shown alike."""
+    names = {f.name for f in dataclasses.fields(FlagSpec)}
+    for engine in ("vllm", "sglang"):
+        for spec in load_catalog(engine).flags:
+            assert set(vars(spec)) == names
+            built = FlagSpec(**{name: getattr(spec, name) for name in names})
+            assert built == spec and repr(built) == repr(spec)

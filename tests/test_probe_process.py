@@ -1,7 +1,8 @@
 """The process probe against real child processes listening on real ports (tests/support/fake_launch.py).
 
-Every test runs twice: with Linux's /proc read directly (doctor/probes/procfs.py, the fast path) and with
-psutil (what other platforms use), so both ways of answering stay interchangeable."""
+Every test runs three times: with Linux's /proc read directly (doctor/probes/procfs.py, the fast path: the
+listening socket from the kernel's sock_diag), the same with the socket found in /proc/net/tcp{,6} instead (where
+netlink is refused), and with psutil (what other platforms use), so every way of answering stays interchangeable."""
 
 from __future__ import annotations
 
@@ -41,12 +42,14 @@ def launched(*flags: str, executable: str = sys.executable, env: dict[str, str] 
         child.wait(timeout=10)
 
 
-@pytest.fixture(autouse=True, params=["procfs", "psutil"])
+@pytest.fixture(autouse=True, params=["procfs", "procfs-tables", "psutil"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "psutil":
         monkeypatch.setattr(procfs, "available", lambda: False)
     elif not procfs.available():
         pytest.skip("no /proc on this platform")
+    elif request.param == "procfs-tables":
+        monkeypatch.setattr(procfs, "listening_inodes", lambda port, families: None)
     return request.param
 
 

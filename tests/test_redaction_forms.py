@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.prometheus import free_port
 from support.serve import Receiver, payload, post
 
 from doctor.probes.base import Target
-from doctor.redact import redact_obj, redact_text
+from doctor.redact import _TOKEN_SHAPES, MASK, _mask_token_shapes, redact_obj, redact_text
 
 
 def test_a_path_named_like_a_secret_is_not_masked():
@@ -50,3 +52,16 @@ def test_one_url_form_everywhere():
     forms = {target.display(), redact_text(url), redact_obj({"u": url})["u"],
              json.loads(redact_text(json.dumps({"endpoint": url})))["endpoint"]}
     assert forms == {"http://***@10.0.0.7:30000"}
+
+
+_PIECES = ["hf_", "sk-", "ghp_", "gho_", "xoxb-", "AKIA", "AKIAABCDEFGHIJKLMNOP", "hf_" + "a" * 20, "sk-" + "b" * 18,
+           "ghs_" + "c" * 22, "xoxp-" + "1" * 12, "x", "_", "-", " ", "\n", '"', "é"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), st.text(alphabet="ab_-. /:\"'0Z9", max_size=20)), max_size=14))
+def test_token_shapes_are_masked_as_one_regex_pass_masks_them(parts: list[str]) -> None:
+    """redact_shapes tries the token pattern only where a token prefix occurs: the result must be exactly the
+    whole-text substitution's, prefixes back to back, inside words, overlapping and at the very start included."""
+    text = "".join(parts)
+    assert _mask_token_shapes(text) == _TOKEN_SHAPES.sub(MASK, text)

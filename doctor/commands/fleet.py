@@ -183,69 +183,25 @@ def run_fleet(specs: Iterable[TargetSpec], *, timeout_s: float, symptoms: tuple[
     processes = max(1, min(processes, len(specs)))
     if processes == 1:
         return FleetRun(_run_pool(specs, timeout_s, symptoms, playbook_dirs, workers))
-    import multiprocessing
-    from multiprocessing.connection import wait
+    from doctor.forkshare import deal_out
 
-    # fork: the workers inherit the loaded playbooks and imports instead of paying for them again. Worker w checks
-    # targets w, w+P, w+2P, ... (so hung ones spread) through one pool that stays full for its whole share, and
-    # hands results back CHUNK at a time as they complete: no barrier per batch, where one hung target would
-    # hold the other 255 of its batch for its whole timeout.
-    context = multiprocessing.get_context("fork")
-    results: list[TargetResult] = [None] * len(specs)  # type: ignore[list-item]
-    pending: dict[Any, tuple[int, Any]] = {}
-    for worker in range(processes):
-        receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_worker, name=f"llmdoctor-fleet-{worker}", daemon=True,
-                                  args=(specs[worker::processes], timeout_s, symptoms, playbook_dirs, workers, send))
-        process.start()
-        send.close()
-        pending[receive] = (worker, process)
-    try:
-        while pending:
-            for conn in wait(list(pending)):
-                worker, process = pending[conn]
-                try:
-                    kind, body = conn.recv()
-                except EOFError:
-                    process.join(5)
-                    raise RuntimeError(f"fleet worker {worker} ended without its results (exit code "
-                                       f"{process.exitcode})") from None
-                if kind == "error":
-                    raise body
-                if kind == "done":
-                    del pending[conn]
-                    conn.close()
-                    process.join()
-                    continue
-                for offset, result in body:
-                    results[worker + offset * processes] = result
-    finally:
-        for conn, (_, process) in pending.items():
-            conn.close()
-            process.terminate()
-            process.join(5)
-    return FleetRun(results)
-
-
-def _worker(specs: list[TargetSpec], timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...],
-            workers: int, conn: Any) -> None:
-    """One worker process: its share of the fleet through one pool, results sent back CHUNK at a time."""
-    try:
+    # the workers inherit the loaded playbooks and imports instead of paying for them again; each checks its
+    # share through one pool that stays full for its whole share and hands results back CHUNK at a time as they
+    # complete: no barrier per batch, where one hung target would hold the other 255 of its batch for its whole
+    # timeout
+    def work(share: list[TargetSpec], send: Any) -> None:
         batch: list[tuple[int, TargetResult]] = []
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(specs)))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(share)))) as pool:
             for offset, result in enumerate(pool.map(lambda s: _checked(s, timeout_s, symptoms, playbook_dirs),
-                                                     specs)):
+                                                     share)):
                 batch.append((offset, result))
                 if len(batch) >= CHUNK:
-                    conn.send(("results", batch))
+                    send(batch)
                     batch = []
         if batch:
-            conn.send(("results", batch))
-        conn.send(("done", None))
-    except BaseException as exc:  # noqa: BLE001 - a bug in a worker is the parent's traceback, not a hang
-        conn.send(("error", exc))
-    finally:
-        conn.close()
+            send(batch)
+
+    return FleetRun(deal_out(specs, processes, work, "fleet"))
 
 
 def _checked(spec: TargetSpec, timeout_s: float, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]

@@ -178,7 +178,12 @@ class FlagSpec:
     def from_json(cls, d: dict[str, Any]) -> FlagSpec:
         choices = d.get("choices")
         values = d.get("values")
-        return cls(
+        # Every field set at once, as the generated __init__ would set them one by one through
+        # object.__setattr__ (the frozen dataclass's way): a release has 300-500 flags and every command that
+        # parses a launch builds them all, ~15 M instructions through __init__ (tests/test_catalog.py checks that
+        # each field is set).
+        spec = object.__new__(cls)
+        spec.__dict__.update(
             dest=d["dest"], options=tuple(d["options"]), action=d.get("action", "store"),
             takes_value=bool(d.get("takes_value", True)), type=d.get("type"), nargs=d.get("nargs"),
             default=d.get("default"), default_known=not d.get("default_unknown", False),
@@ -190,6 +195,7 @@ class FlagSpec:
             field=d.get("field"), evidence_from=d.get("evidence_from"),
             launchers=tuple(d["launchers"]) if isinstance(d.get("launchers"), list) else None,
         )
+        return spec
 
 
 @dataclass(frozen=True)

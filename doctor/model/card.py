@@ -62,6 +62,8 @@ class StateGroup:
 
 @dataclass(frozen=True)
 class Layers:
+    """How many decoder layers the model has, and how many of each attention kind."""
+
     total: int
     kv: int
     linear: int = 0
@@ -77,6 +79,8 @@ class Layers:
 
 @dataclass(frozen=True)
 class MoE:
+    """The mixture of experts: routed experts, experts active per token, shared experts, MoE layers."""
+
     experts: int
     active: int
     shared: int

@@ -28,6 +28,8 @@ _LAYER = re.compile(r"^(?:model\.|model\.language_model\.)?layers\.(\d+)\.")
 
 @dataclass(frozen=True)
 class Tensor:
+    """One tensor of a checkpoint's safetensors header: its name, dtype and size in bytes."""
+
     name: str
     dtype: str
     nbytes: int

@@ -13,7 +13,6 @@ Plain JSON, read with every field checked: a corrupt or foreign file is a miss, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -27,12 +26,12 @@ UNREACHABLE_S = 3600.0
 
 
 def _path(endpoint: str, repo: str, revision: str) -> Path | None:
-    from doctor.datacache import cache_dir
+    from doctor.datacache import cache_dir, sha1  # CPython's own SHA-1: hashlib would load OpenSSL first
 
     directory = cache_dir()
     if directory is None:
         return None
-    digest = hashlib.sha1(f"{endpoint}|{repo}|{revision}".encode()).hexdigest()[:20]
+    digest = sha1(f"{endpoint}|{repo}|{revision}".encode()).hexdigest()[:20]
     return directory / "hub" / f"{digest}.json"
 
 

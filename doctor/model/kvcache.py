@@ -88,6 +88,8 @@ class KVComponent:
 
 @dataclass(frozen=True)
 class StateComponent:
+    """One part of the fixed per-sequence state (linear-attention/SSM layers): its size and how it was worked out."""
+
     label: str
     layers: int
     bytes_per_sequence: int

@@ -30,6 +30,8 @@ _PATTERN_ROLES = {"M": LINEAR, "*": FULL, "-": NONE, "E": NONE}
 
 @dataclass
 class LayerPlan:
+    """The role of every decoder layer (full, sliding, chunked, linear or no attention), with its evidence."""
+
     roles: list[str]
     linear_kind: str | None = None
     sliding_window: int | None = None

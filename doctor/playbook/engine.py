@@ -97,7 +97,8 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
         walk.nodes(playbook.steps.for_run(facts, walk.unreachable), playbook, [])
     # most severe first, then most certain; among equals a stage cause (log_node.stage: named only by where in
     # start-up the engine raised, device-init-failed and its kin) after the causes that say what failed, then by id
-    stages = pbset.stage_causes
+    # (asked of the causes found only: the loaded set builds each cause when first read, doctor.playbook.loader)
+    stages = {cid for cid in walk.found if pbset.causes[cid].log_node.get("stage")}
     diagnosis.findings = sorted(walk.found.values(), key=lambda f: (*f.sort_key()[:2], f.id in stages, f.id))
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]

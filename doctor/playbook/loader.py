@@ -11,13 +11,14 @@ naming file and line. The tree nodes for log signatures are generated from the c
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from doctor.errors import InputError
 from doctor.playbook.registry import FactSpec, Registry
@@ -95,22 +96,49 @@ class Playbook:
         return None if self.applies_when is None else compile_condition(self.applies_when)
 
 
+V = TypeVar("V")
+
+
+class LazyEntries(Mapping[str, V], Generic[V]):
+    """Entries kept marshalled, each built the first time it is asked for (then kept).
+
+    A loaded set holds ~160 causes and ~360 registry entries, and a `check` reads the few its findings name: built
+    all at once from the cache they cost ~20 M instructions of every run (their texts, cases and log signatures are
+    two thirds of the playbooks' data), decoded one by one only those few."""
+
+    __slots__ = ("_raw", "_make", "_built")
+
+    def __init__(self, raw: dict[str, bytes], make: Callable[[dict[str, Any]], V]) -> None:
+        self._raw, self._make = raw, make
+        self._built: dict[str, V] = {}
+
+    def __getitem__(self, key: str) -> V:
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = self._make(marshal.loads(self._raw[key]))
+        return built
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 @dataclass
 class PlaybookSet:
-    """Every loaded playbook, cause and trap: what the engine walks."""
+    """Every loaded playbook, cause and trap: what the engine walks. Loaded from the cache, ``causes`` and
+    ``facts`` are read-only mappings whose entries are built when first asked for (:class:`LazyEntries`)."""
 
     playbooks: dict[str, Playbook] = field(default_factory=dict)
-    causes: dict[str, Cause] = field(default_factory=dict)
+    causes: dict[str, Cause] | LazyEntries[Cause] = field(default_factory=dict)
     traps: list[Trap] = field(default_factory=list)
-    facts: dict[str, FactSpec] = field(default_factory=dict)
+    facts: dict[str, FactSpec] | LazyEntries[FactSpec] = field(default_factory=dict)
     #: per registry namespace: its title and notes (docs/facts.md)
     fact_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    @cached_property
-    def stage_causes(self) -> frozenset[str]:
-        """Causes named only by where in start-up the engine raised (``log_node.stage``): ranked after the causes
-        that say what failed (doctor.playbook.engine.diagnose), worked out once per loaded set."""
-        return frozenset(cid for cid, cause in self.causes.items() if cause.log_node.get("stage"))
 
     @cached_property
     def registry(self) -> Registry:
@@ -180,35 +208,48 @@ def _code_files() -> list[Path]:
 
 
 def _as_data(pbset: PlaybookSet) -> dict[str, Any]:
-    """A loaded set as plain data (doctor.datacache keeps it as marshal)."""
+    """A loaded set as plain data (doctor.datacache keeps it as marshal); each cause and registry entry marshalled
+    on its own, so that a run decodes only those it reads (:class:`LazyEntries`)."""
     return {"playbooks": [asdict(p) for p in pbset.playbooks.values()],
-            "causes": [asdict(c) for c in pbset.causes.values()], "traps": [asdict(t) for t in pbset.traps],
-            "facts": [asdict(f) for f in pbset.facts.values()], "fact_namespaces": pbset.fact_namespaces}
+            "causes": {k: marshal.dumps(asdict(c)) for k, c in pbset.causes.items()},
+            "traps": [asdict(t) for t in pbset.traps],
+            "facts": {k: marshal.dumps(asdict(f)) for k, f in pbset.facts.items()},
+            "fact_namespaces": pbset.fact_namespaces}
+
+
+def _cause(data: dict[str, Any]) -> Cause:
+    return Cause(**{**data, "evidence": tuple(data["evidence"]), "log_signatures": tuple(data["log_signatures"]),
+                    "cases": tuple(data["cases"])})
 
 
 def _from_data(data: dict[str, Any]) -> PlaybookSet:
     return PlaybookSet(playbooks={p["symptom"]: Playbook(**p) for p in data["playbooks"]},
-                       causes={c["id"]: Cause(**{**c, "evidence": tuple(c["evidence"]),
-                                                 "log_signatures": tuple(c["log_signatures"]),
-                                                 "cases": tuple(c["cases"])})
-                               for c in data["causes"]},
+                       causes=LazyEntries(data["causes"], _cause),
                        traps=[Trap(**t) for t in data["traps"]],
-                       facts={f["key"]: FactSpec(**f) for f in data["facts"]},
+                       facts=LazyEntries(data["facts"], lambda f: FactSpec(**f)),
                        fact_namespaces=data["fact_namespaces"])
 
 
-def _yaml_files(directory: Path) -> list[Path]:
+def _yaml_names(directory: str | Path) -> list[str]:
     """The directory's *.yaml and *.yml entries in name order (what ``sorted(glob)`` gives, from one listing:
     globbing ~150 cause files twice cost ~10 ms of every run)."""
     try:
         names = os.listdir(directory)
     except OSError:  # missing, not a directory, unreadable: nothing in it (as glob)
         return []
-    return [directory / name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
+    return [name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
 
 
-def _all_files(directory: Path) -> list[Path]:
-    return [*_yaml_files(directory), *_yaml_files(directory / CAUSES_DIR), *_yaml_files(directory / FACTS_DIR)]
+def _yaml_files(directory: Path) -> list[Path]:
+    return [directory / name for name in _yaml_names(directory)]
+
+
+def _all_files(directory: Path) -> list[str]:
+    """Every YAML file the directory loads from, as path strings: each run keys the cache on them (~200 files; as
+    Path objects, joining them cost more than stat-ing them)."""
+    top = os.fspath(directory)
+    return [os.path.join(top, sub, name) for sub in ("", CAUSES_DIR, FACTS_DIR)
+            for name in _yaml_names(os.path.join(top, sub))]
 
 
 def validate_dirs(dirs: Iterable[str | Path], *, builtin: bool = True) -> list[str]:

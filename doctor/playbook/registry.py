@@ -9,6 +9,7 @@ learnt — observed, configured, derived or guessed — which is what a finding'
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -30,13 +31,14 @@ class FactSpec:
 class Registry:
     """Registered facts by key, and the families (``*`` patterns) that cover a whole namespace of keys."""
 
-    def __init__(self, specs: dict[str, FactSpec]) -> None:
+    def __init__(self, specs: Mapping[str, FactSpec]) -> None:
         self.specs = specs
 
     @cached_property
     def _families(self) -> list[tuple[re.Pattern[str], FactSpec]]:
-        return [(re.compile(re.escape(k).replace(r"\*", r"[A-Za-z0-9_.]+") + "$"), s)
-                for k, s in self.specs.items() if "*" in k]
+        # by key first: the specs may be built on demand (doctor.playbook.loader.LazyEntries)
+        return [(re.compile(re.escape(k).replace(r"\*", r"[A-Za-z0-9_.]+") + "$"), self.specs[k])
+                for k in self.specs if "*" in k]
 
     def spec(self, key: str) -> FactSpec | None:
         """The entry that covers ``key``: its own, or its family's."""

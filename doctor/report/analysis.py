@@ -75,41 +75,13 @@ def analyze(collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, 
     processes = max(1, min(processes, len(instances)))
     if processes == 1:
         return _diagnosed(instances, collected, catalog, pbset, live)
-    import multiprocessing
-    from multiprocessing.connection import wait
+    from doctor.forkshare import deal_out
 
-    # fork: each worker inherits what Prometheus said and the loaded playbooks; only its results travel back
-    context = multiprocessing.get_context("fork")
-    pending: dict[Any, tuple[int, Any]] = {}
-    for worker in range(processes):
-        receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_worker, name=f"llmdoctor-report-{worker}", daemon=True,
-                                  args=(instances[worker::processes], collected, catalog, pbset, live, send))
-        process.start()
-        send.close()
-        pending[receive] = (worker, process)
-    results: list[InstanceResult] = [None] * len(instances)  # type: ignore[list-item]
-    try:
-        while pending:
-            for conn in wait(list(pending)):
-                worker, process = pending.pop(conn)
-                try:
-                    kind, body = conn.recv()
-                except EOFError:
-                    raise RuntimeError(f"report worker {worker} ended without its results (exit code "
-                                       f"{process.exitcode})") from None
-                finally:
-                    conn.close()
-                    process.join(5)
-                if kind == "error":
-                    raise body
-                results[worker::processes] = body
-    finally:
-        for conn, (_, process) in pending.items():
-            conn.close()
-            process.terminate()
-            process.join(5)
-    return results
+    # each worker inherits what Prometheus said and the loaded playbooks; only its results travel back
+    def work(share: list[str], send: Any) -> None:
+        send(list(enumerate(_diagnosed(share, collected, catalog, pbset, live))))
+
+    return deal_out(instances, processes, work, "report")
 
 
 #: From this many instances the diagnosis runs in one worker process per CPU (below it, a fork and sending the
@@ -131,18 +103,6 @@ def _diagnosed(instances: list[str], collected: Collected, catalog: Catalog, pbs
         diagnosis = diagnose(pbset, facts, unreachable=("active", "log"))
         results.append(InstanceResult(instance, facts, diagnosis, live.get(instance)))
     return results
-
-
-def _worker(instances: list[str], collected: Collected, catalog: Catalog, pbset: Any, live: dict[str, LiveResult],
-            conn: Any) -> None:
-    """One worker process: its share of the instances diagnosed, sent back at once (a bug is the parent's
-    traceback, not a hang)."""
-    try:
-        conn.send(("results", _diagnosed(instances, collected, catalog, pbset, live)))
-    except BaseException as exc:  # noqa: BLE001
-        conn.send(("error", exc))
-    finally:
-        conn.close()
 
 
 def charted(results: list[InstanceResult]) -> list[str]:
