@@ -94,11 +94,18 @@ def test_a_lint_over_the_pruned_trees_is_the_lint_over_the_whole_trees(
     from doctor.sources.offline import OfflineInputs
 
     symptoms = [symptom] if symptom else []
+    lint(OfflineInputs(**given_inputs), symptoms=symptoms)  # a first walk: the trees as loaded
     pruned = lint(OfflineInputs(**given_inputs), symptoms=symptoms).to_dict()
+    original = Tree.for_run
     monkeypatch.setattr(Tree, "for_run", lambda self, facts, unreachable: self.steps)
     whole = lint(OfflineInputs(**given_inputs), symptoms=symptoms).to_dict()
-    assert pruned == whole
+    monkeypatch.setattr(Tree, "for_run", lambda self, facts, unreachable: None)
+    as_loaded = lint(OfflineInputs(**given_inputs), symptoms=symptoms).to_dict()
+    assert pruned == whole == as_loaded
     assert pruned["playbooks_run"]  # the trees did run: the comparison is not between two empty walks
+    monkeypatch.setattr(Tree, "for_run", original)
+    tree = load_playbooks().playbooks["launch-failure"].steps
+    assert tree.for_run(Facts(), ("log",)) is not None  # walked before: compiled and pruned
 
 
 def test_lint_prunes_the_nodes_that_need_a_server() -> None:
@@ -111,7 +118,9 @@ def test_lint_prunes_the_nodes_that_need_a_server() -> None:
     facts = gather(OfflineInputs(command=LINTS[0][0]["command"])).facts
     derive_all(facts)
     tree = load_playbooks().playbooks["launch-failure"].steps
+    tree.for_run(facts, UNREACHABLE)  # a first walk reads the nodes as loaded (None), or this one was walked before
     kept = tree.for_run(facts, UNREACHABLE)
+    assert kept is not None
     assert len(list(_every(kept))) < len(list(_every(tree.steps))) / 2
     _left_out_could_not_hold(tree.steps, kept, facts, UNREACHABLE)
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
-from doctor.playbook.conditions import Compiled, blocked_by, compile_condition
+from doctor.playbook.conditions import Compiled, blocked_by, compile_condition, evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.registry import Registry
 from doctor.playbook.template import render
@@ -94,7 +95,11 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     walk = _Walk(facts, pbset, tuple(unreachable), record=unchecked)
     for playbook in selected:
         diagnosis.ran.append(playbook.symptom)
-        walk.nodes(playbook.steps.for_run(facts, walk.unreachable), playbook, [])
+        steps = playbook.steps.for_run(facts, walk.unreachable)
+        if steps is None:
+            walk.nodes(playbook.tree, playbook, [])
+        else:
+            walk.steps(steps, playbook, [])
     # most severe first, then most certain; among equals a stage cause (log_node.stage: named only by where in
     # start-up the engine raised, device-init-failed and its kin) after the causes that say what failed, then by id
     # (asked of the causes found only: the loaded set builds each cause when first read, doctor.playbook.loader)
@@ -134,7 +139,25 @@ class _Walk:
     #: whether each missing fact lies in ``unreachable``: asked for every undecided branch (~85 a lint)
     _beyond: dict[str, bool] = field(default_factory=dict)
 
-    def nodes(self, steps: tuple[Step, ...], playbook: Playbook, chain: list[Evidence]) -> None:
+    def nodes(self, nodes: list[dict[str, Any]], playbook: Playbook, chain: list[Evidence]) -> None:
+        """Walk a tree as loaded (its first walk in this process: Tree.for_run)."""
+        for node in nodes:
+            outcome = evaluate(node["when"], self.facts) if "when" in node else None
+            if outcome is not None and outcome.value is None:
+                self._record_unknown(node, None, playbook, outcome.missing)
+                continue
+            if outcome is not None and outcome.value is False:
+                continue
+            path = chain + (outcome.support if outcome else [])
+            if "cause" in node:
+                self._found(node, playbook, path)
+            else:
+                self.nodes(node["then"], playbook, path)
+            if node.get("stop"):
+                break
+
+    def steps(self, steps: tuple[Step, ...], playbook: Playbook, chain: list[Evidence]) -> None:
+        """Walk a compiled, pruned tree: what :meth:`nodes` does, each node's reading done once per process."""
         for when, node, then, stop, causes, _ in steps:
             outcome = when(self.facts) if when is not None else None
             if outcome is not None and outcome.value is None:
@@ -144,23 +167,25 @@ class _Walk:
                 continue
             path = chain + (outcome.support if outcome else [])
             if "cause" in node:
-                finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts,
-                                   self.pbset.registry)
-                previous = self.found.get(finding.id)
-                if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
-                    self.found[finding.id] = finding
+                self._found(node, playbook, path)
             else:
-                self.nodes(then, playbook, path)
+                self.steps(then, playbook, path)
             if stop:
                 break
 
-    def _record_unknown(self, node: dict[str, Any], causes: tuple[str, ...], playbook: Playbook,
+    def _found(self, node: dict[str, Any], playbook: Playbook, path: list[Evidence]) -> None:
+        finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts, self.pbset.registry)
+        previous = self.found.get(finding.id)
+        if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
+            self.found[finding.id] = finding
+
+    def _record_unknown(self, node: dict[str, Any], causes: tuple[str, ...] | None, playbook: Playbook,
                         missing: list[str]) -> None:
         # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
         # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
         if not self.record or any(self._out_of_reach(k) for k in missing):
             return
-        for cause_id in causes:
+        for cause_id in _causes_below(node) if causes is None else causes:
             key = (playbook.symptom, cause_id)
             if key not in self.unchecked:
                 self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self._why, node)
@@ -201,26 +226,40 @@ def compile_tree(nodes: list[dict[str, Any]]) -> tuple[Step, ...]:
 
 
 class Tree:
-    """A playbook's tree compiled for walking (Playbook.steps), and its prunings.
+    """A playbook's tree for walking (Playbook.steps): as loaded on its first walk, compiled and pruned after.
 
     A run that cannot learn some facts at all (lint has no server log, no /metrics) walks many nodes that can only
     come out false or unknown for want of them, and an unknown resting on an unreachable fact is not recorded
     (_Walk._record_unknown): such nodes change nothing. The tree without them is worked out once per set of
     absent unreachable facts and kept, so each run of a long-running process (MCP, ``serve``, a fleet check)
     walks only the nodes that can matter; the findings and unchecked lines are the same as the whole tree's.
+    Compiling costs about what ~2 walks do (~80 k instructions a node), so a process that walks the tree once (a
+    one-shot command) reads the nodes as loaded, and only a second walk compiles.
     """
 
     #: how many prunings (and reachability sets) a tree keeps: runs of one command repeat a handful
     KEEP = 64
 
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
-        self.steps = compile_tree(nodes)
-        self._keys = frozenset(k for step in _every(self.steps) for k in step.blocked_by)
+        self.nodes = nodes
+        self._walked = False
         self._beyond: dict[tuple[str, ...], frozenset[str]] = {}
         self._pruned: dict[frozenset[str], tuple[Step, ...]] = {}
 
-    def for_run(self, facts: Facts, unreachable: tuple[str, ...]) -> tuple[Step, ...]:
-        """The steps worth walking over ``facts`` when ``unreachable`` cannot be gathered."""
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        return compile_tree(self.nodes)
+
+    @cached_property
+    def _keys(self) -> frozenset[str]:
+        return frozenset(k for step in _every(self.steps) for k in step.blocked_by)
+
+    def for_run(self, facts: Facts, unreachable: tuple[str, ...]) -> tuple[Step, ...] | None:
+        """The steps worth walking over ``facts`` when ``unreachable`` cannot be gathered; None on the first walk
+        (walk the nodes as loaded)."""
+        if not self._walked:
+            self._walked = True
+            return None
         beyond = self._beyond.get(unreachable)
         if beyond is None:
             beyond = frozenset(k for k in self._keys if _under(k, unreachable))

@@ -82,8 +82,8 @@ class Playbook:
 
     @cached_property
     def steps(self) -> Any:
-        """The tree with every ``when`` compiled (doctor.playbook.engine.Tree), built on the first walk and kept
-        with the playbook: a process that lints many commands (MCP, ``serve``) reads each node's shape once."""
+        """The tree for walking (doctor.playbook.engine.Tree), kept with the playbook: from its second walk on, every
+        ``when`` compiled, so a process that lints many commands (MCP, ``serve``) reads each node's shape once."""
         from doctor.playbook.engine import Tree
 
         return Tree(self.tree)
