@@ -233,16 +233,18 @@ class Tree:
     (_Walk._record_unknown): such nodes change nothing. The tree without them is worked out once per set of
     absent unreachable facts and kept, so each run of a long-running process (MCP, ``serve``, a fleet check)
     walks only the nodes that can matter; the findings and unchecked lines are the same as the whole tree's.
-    Compiling costs about what ~2 walks do (~80 k instructions a node), so a process that walks the tree once (a
-    one-shot command) reads the nodes as loaded, and only a second walk compiles.
+    Compiling costs about what two walks do (~80 k instructions a node), so a process that walks the tree once or
+    twice (a one-shot command; ``plan`` diagnoses twice) reads the nodes as loaded, and only a third walk compiles.
     """
 
     #: how many prunings (and reachability sets) a tree keeps: runs of one command repeat a handful
     KEEP = 64
+    #: walks of the tree as loaded before it is compiled
+    AS_LOADED = 2
 
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self.nodes = nodes
-        self._walked = False
+        self._walks = 0
         self._beyond: dict[tuple[str, ...], frozenset[str]] = {}
         self._pruned: dict[frozenset[str], tuple[Step, ...]] = {}
 
@@ -255,10 +257,10 @@ class Tree:
         return frozenset(k for step in _every(self.steps) for k in step.blocked_by)
 
     def for_run(self, facts: Facts, unreachable: tuple[str, ...]) -> tuple[Step, ...] | None:
-        """The steps worth walking over ``facts`` when ``unreachable`` cannot be gathered; None on the first walk
-        (walk the nodes as loaded)."""
-        if not self._walked:
-            self._walked = True
+        """The steps worth walking over ``facts`` when ``unreachable`` cannot be gathered; None on the first
+        AS_LOADED walks (walk the nodes as loaded)."""
+        if self._walks < self.AS_LOADED:
+            self._walks += 1
             return None
         beyond = self._beyond.get(unreachable)
         if beyond is None:

@@ -82,7 +82,7 @@ class Playbook:
 
     @cached_property
     def steps(self) -> Any:
-        """The tree for walking (doctor.playbook.engine.Tree), kept with the playbook: from its second walk on, every
+        """The tree for walking (doctor.playbook.engine.Tree), kept with the playbook: from its third walk on, every
         ``when`` compiled, so a process that lints many commands (MCP, ``serve``) reads each node's shape once."""
         from doctor.playbook.engine import Tree
 
