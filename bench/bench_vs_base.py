@@ -18,7 +18,10 @@ each ``check --endpoint``'s and ``snapshot``'s (the client's own: the replay ser
 the first run after an install or an upgrade, before doctor/datacache.py holds anything. ``serve-start`` is
 ``llmdoctor serve`` from its start until it logs that it listens (then stopped with SIGTERM).
 ``--lint-loop N`` also runs each tree's own bench/bench_lint.py N times in turn (1,000 lints in one process, the
-per-lint cost after start-up) and compares its ms per command.
+per-lint cost after start-up) and compares its ms per command. ``--lint-loop-callgrind`` counts that cost in
+instructions instead: each tree lints the first 50 and then the first 250 commands of bench_command.variants in one
+process under callgrind (alone, and with ``--config example:seed-mla-moe --gpu H200:8``); the difference over 200
+is what one more lint costs a long-running process (MCP, ``serve``), every catalog already loaded by the first 50.
 """
 
 from __future__ import annotations
@@ -153,6 +156,8 @@ def main() -> None:
     parser.add_argument("--no-report", action="store_true", help="leave out `report` (needs prometheus)")
     parser.add_argument("--lint-loop", type=int, default=0, metavar="N",
                         help="also run each tree's bench/bench_lint.py N times in turn")
+    parser.add_argument("--lint-loop-callgrind", action="store_true",
+                        help="also count each tree's instructions per lint in one process (250 vs 50 lints)")
     args = parser.parse_args()
     from bench_check import child_env, engine_process, model_home
 
@@ -180,6 +185,7 @@ def main() -> None:
                 for name in trees:
                     times[label][name].append(timed(argv[label], envs[name]))
         loops = lint_loops(trees, envs, args.lint_loop) if args.lint_loop else {}
+        per_lint = lint_instructions(trees, envs) if args.lint_loop_callgrind else {}
         counts, cold = {}, {}
         countable = [label for label in argv if label in OFFLINE + CLIENT or label.startswith("check-endpoint")]
         if args.callgrind:
@@ -207,6 +213,10 @@ def main() -> None:
         ratios = [h / b for h, b in zip(per["here"], per["base"], strict=True)]
         print(f"bench_lint {what:17s} {spread(per['here'], fmt='.2f'):>22s} {spread(per['base'], fmt='.2f'):>22s} "
               f"{spread(ratios, fmt='.2f'):>20s}  (ms per command, in one process)")
+    for what, per in per_lint.items():
+        if per["here"] and per["base"]:
+            print(f"lint in one process, {what}: {per['here'] / 1e6:.2f} M vs {per['base'] / 1e6:.2f} M instructions "
+                  f"per lint ({per['here'] / per['base']:.3f})")
 
 
 def lint_loops(trees: dict[str, Path], envs: dict[str, dict[str, str]], rounds: int
@@ -224,6 +234,40 @@ def lint_loops(trees: dict[str, Path], envs: dict[str, dict[str, str]], rounds: 
                 out["command only"][name].append(float(alone.group(1)))
                 out["with config+gpu"][name].append(float(model.group(1)))
     return {k: v for k, v in out.items() if all(v.values())}
+
+
+#: One process linting the first N commands of bench_command.variants (argv: N, tree, "model" or "alone"); the import
+#: falls back to the layout before doctor/commands/ so an older base runs it too.
+LOOP = """
+import sys
+sys.path[:0] = [sys.argv[2], sys.argv[2] + "/bench"]
+from bench_command import variants
+try:
+    from doctor.commands.lint import lint
+    from doctor.sources.offline import OfflineInputs
+except ImportError:
+    from doctor.lint import lint
+    from doctor.sources import OfflineInputs
+extra = {"config": "example:seed-mla-moe", "gpu": "H200:8"} if sys.argv[3] == "model" else {}
+for text, version in variants(int(sys.argv[1])):
+    lint(OfflineInputs(command=text, engine_version=version, **extra))
+"""
+
+
+def lint_instructions(trees: dict[str, Path], envs: dict[str, dict[str, str]]) -> dict[str, dict[str, int | None]]:
+    """Instructions one more lint costs each tree's long-running process: (250 lints - 50 lints) / 200, after one
+    uncounted run of each (the data cache filled)."""
+    from bench_check import instructions
+
+    out: dict[str, dict[str, int | None]] = {}
+    for what in ("alone", "model"):
+        out[what] = {}
+        for name, tree in trees.items():
+            argv = [sys.executable, "-c", LOOP]
+            subprocess.run([*argv, "50", str(tree), what], env=envs[name], cwd=tree, capture_output=True, check=False)
+            counts = [instructions([*argv, str(n), str(tree), what], envs[name]) for n in (50, 250)]
+            out[what][name] = (counts[1] - counts[0]) // 200 if None not in counts else None  # type: ignore[operator]
+    return out
 
 
 if __name__ == "__main__":

@@ -33,11 +33,19 @@ MAX_RATIO = 4.0
 
 
 def calibration_path() -> Path:
-    """Where the user's calibration file lives (it may not exist yet)."""
-    configured = os.environ.get("LLMDOCTOR_DATA_DIR")
+    """Where the user's calibration file lives (it may not exist yet). Asked up to three times a lint with --config
+    and --gpu: the path is worked out once per value of the variables it follows."""
+    env = os.environ
+    return _calibration_path(env.get("LLMDOCTOR_DATA_DIR"), env.get("XDG_DATA_HOME"), env.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _calibration_path(configured: str | None, data_home: str | None, _home: str | None) -> Path:
+    """``_home`` only keys the memo: Path.home() and expanduser() read $HOME (the password database without it,
+    which does not change under a running process)."""
     if configured and configured.strip():
         return Path(configured).expanduser() / FILE_NAME
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = data_home or str(Path.home() / ".local" / "share")
     return Path(base).expanduser() / "llmdoctor" / FILE_NAME
 
 

@@ -21,6 +21,7 @@ false (docs/playbooks.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,118 @@ def evaluate(cond: dict[str, Any], facts: Facts) -> Outcome:
         # The negation of a false test is evidence too: "no EP flag" is part of the moe-without-ep chain.
         return Outcome(True, support=_negated_support(cond["not"], facts))
     return _test(cond, facts)
+
+
+Compiled = Callable[[Facts], Outcome]
+
+
+def compile_condition(cond: dict[str, Any]) -> Compiled:
+    """``cond`` as a function of the facts giving exactly what ``evaluate(cond, facts)`` gives (value, support,
+    missing, matched), with its shape read once: which connective or test it is, the fact, the operator, the
+    operand. The symptom trees are walked for every lint of a long-running process (MCP, ``serve``, a fleet
+    check): their ~400 conditions a lint then cost no dictionary lookups to tell ``all`` from a test. The
+    condition must not change afterwards (the trees are loaded once and only read)."""
+    if "all" in cond:
+        return _compile_all([compile_condition(part) for part in cond["all"]])
+    if "any" in cond:
+        return _compile_any([compile_condition(part) for part in cond["any"]])
+    if "not" in cond:
+        return _compile_not(cond["not"], compile_condition(cond["not"]))
+    return _compile_test(cond)
+
+
+def _compile_all(parts_of: list[Compiled]) -> Compiled:
+    def run(facts: Facts) -> Outcome:
+        parts = []
+        for part_of in parts_of:
+            outcome = part_of(facts)
+            if outcome.value is False:
+                return _FALSE
+            parts.append(outcome)
+        if any(p.value is None for p in parts):
+            return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
+        return Outcome(True, support=_flatten(p.support for p in parts), matched=_longest(parts))
+    return run
+
+
+def _compile_any(parts_of: list[Compiled]) -> Compiled:
+    def run(facts: Facts) -> Outcome:
+        parts = [part_of(facts) for part_of in parts_of]
+        true_parts = [p for p in parts if p.value is True]
+        if true_parts:
+            return Outcome(True, support=_flatten(p.support for p in true_parts), matched=_longest(true_parts))
+        if any(p.value is None for p in parts):
+            return Outcome(None, missing=_flatten(p.missing for p in parts if p.value is None))
+        return _FALSE
+    return run
+
+
+def _compile_not(inner_cond: dict[str, Any], inner_of: Compiled) -> Compiled:
+    def run(facts: Facts) -> Outcome:
+        inner = inner_of(facts)
+        if inner.value is None:
+            return Outcome(None, missing=inner.missing)
+        if inner.value is True:
+            return _FALSE
+        return Outcome(True, support=_negated_support(inner_cond, facts))
+    return run
+
+
+def _compile_test(cond: dict[str, Any]) -> Compiled:
+    key, op = cond["fact"], cond["op"]
+    if op in _WORD_OPS:
+        def word(facts: Facts) -> Outcome:
+            return _word_test(op, key, facts.fact(key))
+        return word
+    if "ref" in cond:
+        def against_ref(facts: Facts) -> Outcome:
+            fact = facts.fact(key)
+            if fact is None:
+                return Outcome(None, missing=[key])
+            return _value_test(cond, op, key, fact, facts)
+        return against_ref
+    expected = cond.get("value")
+
+    def against_value(facts: Facts) -> Outcome:
+        fact = facts.fact(key)
+        if fact is None:
+            return Outcome(None, missing=[key])
+        if not _compare(op, fact.value, expected):  # most tests of a run end here, with nothing to word
+            return _FALSE
+        return _value_test(cond, op, key, fact, facts)
+    return against_value
+
+
+def blocked_by(cond: dict[str, Any]) -> frozenset[str]:
+    """The facts whose absence alone keeps ``cond`` from holding: with any one of them unknown, ``evaluate`` gives
+    false, or unknown with that fact among the missing. A walk that knows such a fact cannot be learnt in this run
+    (lint reads no server log) can leave the node out unread: either way nothing would be recorded
+    (doctor.playbook.engine prunes the trees by it, once per set of absent facts)."""
+    return _absence(cond)[0]
+
+
+def _absence(cond: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """(facts whose absence makes ``cond`` false or unknown-naming-them, facts whose absence makes it true or
+    unknown-naming-them): the second is what a ``not`` turns into the first. An empty ``all``/``any`` gets
+    nothing (conservative)."""
+    if "all" in cond or "any" in cond:
+        parts = [_absence(part) for part in cond["all" if "all" in cond else "any"]]
+        if not parts:
+            return frozenset(), frozenset()
+        unions = (frozenset().union(*(p[0] for p in parts)), frozenset().union(*(p[1] for p in parts)))
+        meets = (frozenset.intersection(*(p[0] for p in parts)), frozenset.intersection(*(p[1] for p in parts)))
+        # all: one part false or unknown-naming-k decides (Kleene), so any part's facts count; any: every part must
+        return (unions[0], meets[1]) if "all" in cond else (meets[0], unions[1])
+    if "not" in cond:
+        false_if, true_if = _absence(cond["not"])
+        return true_if, false_if
+    key, op = cond["fact"], cond["op"]
+    if op == "exists":  # absent: false
+        return frozenset((key,)), frozenset()
+    if op == "missing":  # absent: true
+        return frozenset(), frozenset((key,))
+    # every other test of an absent fact is unknown, naming it (a ``ref`` is named only when the fact is known)
+    return frozenset((key,)), frozenset((key,))
 
 
 def release_spans(fact: str, sinces: list[str]) -> list[dict[str, Any]]:

@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
-from doctor.playbook.conditions import evaluate
+from doctor.playbook.conditions import Compiled, blocked_by, compile_condition, evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.registry import Registry
 from doctor.playbook.template import render
@@ -90,12 +91,15 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     if reported:
         selected = reported
     else:
-        selected = [p for p in pbset.playbooks.values()
-                    if p.applies_when is None or evaluate(p.applies_when, facts).value is True]
+        selected = [p for p in pbset.playbooks.values() if p.entry is None or p.entry(facts).value is True]
     walk = _Walk(facts, pbset, tuple(unreachable), record=unchecked)
     for playbook in selected:
         diagnosis.ran.append(playbook.symptom)
-        walk.nodes(playbook.tree, playbook, [])
+        steps = playbook.steps.for_run(facts, walk.unreachable)
+        if steps is None:
+            walk.nodes(playbook.tree, playbook, [])
+        else:
+            walk.steps(steps, playbook, [])
     # most severe first, then most certain; among equals a stage cause (log_node.stage: named only by where in
     # start-up the engine raised, device-init-failed and its kin) after the causes that say what failed, then by id
     # (asked of the causes found only: the loaded set builds each cause when first read, doctor.playbook.loader)
@@ -136,31 +140,52 @@ class _Walk:
     _beyond: dict[str, bool] = field(default_factory=dict)
 
     def nodes(self, nodes: list[dict[str, Any]], playbook: Playbook, chain: list[Evidence]) -> None:
+        """Walk a tree as loaded (its first walk in this process: Tree.for_run)."""
         for node in nodes:
             outcome = evaluate(node["when"], self.facts) if "when" in node else None
             if outcome is not None and outcome.value is None:
-                self._record_unknown(node, playbook, outcome.missing)
+                self._record_unknown(node, None, playbook, outcome.missing)
                 continue
             if outcome is not None and outcome.value is False:
                 continue
             path = chain + (outcome.support if outcome else [])
             if "cause" in node:
-                finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts,
-                                   self.pbset.registry)
-                previous = self.found.get(finding.id)
-                if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
-                    self.found[finding.id] = finding
+                self._found(node, playbook, path)
             else:
                 self.nodes(node["then"], playbook, path)
             if node.get("stop"):
                 break
 
-    def _record_unknown(self, node: dict[str, Any], playbook: Playbook, missing: list[str]) -> None:
+    def steps(self, steps: tuple[Step, ...], playbook: Playbook, chain: list[Evidence]) -> None:
+        """Walk a compiled, pruned tree: what :meth:`nodes` does, each node's reading done once per process."""
+        for when, node, then, stop, causes, _ in steps:
+            outcome = when(self.facts) if when is not None else None
+            if outcome is not None and outcome.value is None:
+                self._record_unknown(node, causes, playbook, outcome.missing)
+                continue
+            if outcome is not None and outcome.value is False:
+                continue
+            path = chain + (outcome.support if outcome else [])
+            if "cause" in node:
+                self._found(node, playbook, path)
+            else:
+                self.steps(then, playbook, path)
+            if stop:
+                break
+
+    def _found(self, node: dict[str, Any], playbook: Playbook, path: list[Evidence]) -> None:
+        finding = _finding(self.pbset.causes[node["cause"]], node, playbook, path, self.facts, self.pbset.registry)
+        previous = self.found.get(finding.id)
+        if previous is None or confidence_rank(finding.confidence) > confidence_rank(previous.confidence):
+            self.found[finding.id] = finding
+
+    def _record_unknown(self, node: dict[str, Any], causes: tuple[str, ...] | None, playbook: Playbook,
+                        missing: list[str]) -> None:
         # A branch that needs a fact this run cannot gather at all (lint has no /metrics; a CPU server has no
         # GPU) stays undecided whatever else is added: no "could not check" line asks for the rest.
         if not self.record or any(self._out_of_reach(k) for k in missing):
             return
-        for cause_id in _causes_below(node):
+        for cause_id in _causes_below(node) if causes is None else causes:
             key = (playbook.symptom, cause_id)
             if key not in self.unchecked:
                 self.unchecked[key] = _unchecked(playbook.symptom, cause_id, missing, self._why, node)
@@ -177,6 +202,94 @@ class _Walk:
         if known is None:
             known = self._known[key] = (self.facts.unknown_reason(key), _hint(key, self.facts))
         return known
+
+
+class Step(NamedTuple):
+    """One node of a tree as the walk reads it: its ``when`` compiled, its children compiled, the causes below it
+    (what an undecided branch could not check), all worked out once per loaded playbook (Playbook.steps)."""
+
+    when: Compiled | None
+    node: dict[str, Any]
+    then: tuple[Step, ...]
+    stop: bool
+    causes: tuple[str, ...]
+    #: facts whose absence keeps ``when`` from holding (doctor.playbook.conditions.blocked_by)
+    blocked_by: frozenset[str]
+
+
+def compile_tree(nodes: list[dict[str, Any]]) -> tuple[Step, ...]:
+    """A tree (its nodes' semantics: the module's docstring) as :class:`Step` s."""
+    return tuple(Step(compile_condition(node["when"]) if "when" in node else None, node,
+                      () if "cause" in node else compile_tree(node["then"]), bool(node.get("stop")),
+                      tuple(_causes_below(node)), blocked_by(node["when"]) if "when" in node else frozenset())
+                 for node in nodes)
+
+
+class Tree:
+    """A playbook's tree for walking (Playbook.steps): as loaded on its first walk, compiled and pruned after.
+
+    A run that cannot learn some facts at all (lint has no server log, no /metrics) walks many nodes that can only
+    come out false or unknown for want of them, and an unknown resting on an unreachable fact is not recorded
+    (_Walk._record_unknown): such nodes change nothing. The tree without them is worked out once per set of
+    absent unreachable facts and kept, so each run of a long-running process (MCP, ``serve``, a fleet check)
+    walks only the nodes that can matter; the findings and unchecked lines are the same as the whole tree's.
+    Compiling costs about what two walks do (~80 k instructions a node), so a process that walks the tree once or
+    twice (a one-shot command; ``plan`` diagnoses twice) reads the nodes as loaded, and only a third walk compiles.
+    """
+
+    #: how many prunings (and reachability sets) a tree keeps: runs of one command repeat a handful
+    KEEP = 64
+    #: walks of the tree as loaded before it is compiled
+    AS_LOADED = 2
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self._walks = 0
+        self._beyond: dict[tuple[str, ...], frozenset[str]] = {}
+        self._pruned: dict[frozenset[str], tuple[Step, ...]] = {}
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        return compile_tree(self.nodes)
+
+    @cached_property
+    def _keys(self) -> frozenset[str]:
+        return frozenset(k for step in _every(self.steps) for k in step.blocked_by)
+
+    def for_run(self, facts: Facts, unreachable: tuple[str, ...]) -> tuple[Step, ...] | None:
+        """The steps worth walking over ``facts`` when ``unreachable`` cannot be gathered; None on the first
+        AS_LOADED walks (walk the nodes as loaded)."""
+        if self._walks < self.AS_LOADED:
+            self._walks += 1
+            return None
+        beyond = self._beyond.get(unreachable)
+        if beyond is None:
+            beyond = frozenset(k for k in self._keys if _under(k, unreachable))
+            _keep(self._beyond, unreachable, beyond, self.KEEP)
+        absent = frozenset(k for k in beyond if facts.fact(k) is None)
+        steps = self._pruned.get(absent)
+        if steps is None:
+            steps = _prune(self.steps, absent)
+            _keep(self._pruned, absent, steps, self.KEEP)
+        return steps
+
+
+def _every(steps: tuple[Step, ...]) -> Iterable[Step]:
+    for step in steps:
+        yield step
+        yield from _every(step.then)
+
+
+def _prune(steps: tuple[Step, ...], absent: frozenset[str]) -> tuple[Step, ...]:
+    if not absent:
+        return steps
+    return tuple(step._replace(then=_prune(step.then, absent)) for step in steps if not step.blocked_by & absent)
+
+
+def _keep(memo: dict[Any, Any], key: Any, value: Any, most: int) -> None:
+    if len(memo) >= most:  # an unusual stream of runs: start over rather than grow without bound
+        memo.clear()
+    memo[key] = value
 
 
 def _guessed(key: str, facts: Facts, registry: Registry) -> bool:

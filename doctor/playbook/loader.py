@@ -80,6 +80,21 @@ class Playbook:
     applies_when: dict[str, Any] | None = None
     source: str = ""
 
+    @cached_property
+    def steps(self) -> Any:
+        """The tree for walking (doctor.playbook.engine.Tree), kept with the playbook: from its third walk on, every
+        ``when`` compiled, so a process that lints many commands (MCP, ``serve``) reads each node's shape once."""
+        from doctor.playbook.engine import Tree
+
+        return Tree(self.tree)
+
+    @cached_property
+    def entry(self) -> Any:
+        """``applies_when`` compiled (doctor.playbook.conditions.compile_condition); None: the tree always runs."""
+        from doctor.playbook.conditions import compile_condition
+
+        return None if self.applies_when is None else compile_condition(self.applies_when)
+
 
 V = TypeVar("V")
 
