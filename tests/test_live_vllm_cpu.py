@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from conftest import SHARED_FIXTURES, requires_shared, run_cli
@@ -48,6 +50,11 @@ def test_a_server_still_loading_is_starting_not_absent():
         port = srv.port
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "vllm", "serve", "m",
                               "--port", str(port)])
+    # Popen returns once the child is forked; until it has exec'd, /proc shows the parent's command line.
+    cmdline = Path(f"/proc/{child.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while b"vllm" not in cmdline.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         result = run_probe(process, Target.parse(f"127.0.0.1:{port}"), ProbeOptions())
         cli = run_cli("check", "--endpoint", f"127.0.0.1:{port}")
