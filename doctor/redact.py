@@ -69,7 +69,7 @@ def redact_shapes(text: str) -> str:
     """Mask only what a secret's shape gives away: a URL's password, a bearer token, well-known token prefixes.
 
     Safe on any finished document (JSON, Markdown, HTML, text): it never touches quotes or structure, so every
-    output llmdoctor writes passes through it last (doctor.cli.common.emit, doctor.outio.write_atomic, the
+    output llmdoctor writes passes through it last (doctor.cli.output.emit, doctor.outio.write_atomic, the
     one-line errors) — a model path or --config given as ``https://user:pass@host/m`` is masked wherever it is
     echoed, in every line of every format."""
     if not text:

@@ -92,7 +92,7 @@ def test_serve_flags_build_the_options_the_dispatcher_gets(tmp_path) -> None:
 def test_offline_flags_build_the_inputs_the_pipeline_gets(tmp_path) -> None:
     """check's ``given`` group makes the pipeline's OfflineInputs: the command and GPU a manifest gives (a --gpu
     given wins), the log's path; --manifest - beside --log - is one input error (two readers of standard input)."""
-    from doctor.cli.check_cmd import OfflineFlags
+    from doctor.cli.flags import OfflineFlags
     from doctor.errors import InputError
     from doctor.sources.offline import Workload
 

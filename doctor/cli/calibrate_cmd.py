@@ -6,8 +6,10 @@ from typing import Any
 
 import click
 
-from doctor.cli.check_cmd import OfflineFlags, offline_options
-from doctor.cli.common import emit, emit_document, format_option
+from doctor.cli.check_cmd import offline_options
+from doctor.cli.common import format_option
+from doctor.cli.flags import OfflineFlags
+from doctor.cli.output import emit, emit_document
 from doctor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from doctor.render.calibrate import added_text, shown_text
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from doctor.cli.common import OutputFlags, emit, emit_document, exit_code, output_options
-from doctor.cli.manifest_opt import manifest_inputs, manifest_option
+from doctor.cli.common import output_options
+from doctor.cli.flags import ActiveFlags, LiveFlags, OfflineFlags, ScopeFlags
+from doctor.cli.manifest_opt import manifest_option
 from doctor.cli.options import PlaybookFlags, offline_option, option_group, playbook_options, workload_options
-from doctor.errors import EXIT_OK, EXIT_UNEXPLAINED, EXIT_UNREACHABLE, InputError
+from doctor.cli.output import OutputFlags, echo, emit
+from doctor.errors import EXIT_UNREACHABLE, InputError
 
 if TYPE_CHECKING:
     from doctor.sources.offline import Workload
@@ -56,28 +56,6 @@ Exit codes: 0 written; 2 bad input; 3 the endpoint could not be examined at all 
 """
 
 
-class LiveFlags:
-    """ENDPOINT, --endpoint, --api-key-env, --timeout, --sample, --pid: the server to probe and how.
-
-    (The flag groups are plain classes: a dataclass is built by exec'ing code at import, 3 M instructions each
-    on the path of every command.)"""
-
-    __slots__ = ("target", "endpoint_option", "api_key_env", "timeout_s", "sample_s", "pid")
-
-    def __init__(self, target: str | None, endpoint: str | None, api_key_env: str | None, timeout_s: float,
-                 sample_s: float, pid: int | None) -> None:
-        self.target, self.endpoint_option, self.api_key_env = target, endpoint, api_key_env
-        self.timeout_s, self.sample_s, self.pid = timeout_s, sample_s, pid
-
-    @property
-    def endpoint(self) -> str | None:
-        """`check localhost:30000` means `check --endpoint localhost:30000`; both at once is ambiguous."""
-        if self.target and self.endpoint_option:
-            raise InputError(f"give the endpoint once: {self.target!r} and --endpoint {self.endpoint_option!r} "
-                             "were both given")
-        return self.endpoint_option or self.target
-
-
 live_options = option_group("live", LiveFlags, [
     click.argument("target", required=False, metavar="[ENDPOINT]"),
     click.option("--endpoint", metavar="URL|HOST:PORT",
@@ -98,31 +76,6 @@ live_options = option_group("live", LiveFlags, [
 ])
 
 
-class ActiveFlags:
-    """--active and --model: whether to send the active probes, and which served model they ask."""
-
-    __slots__ = ("active", "model")
-
-    def __init__(self, active: bool, model: str | None) -> None:
-        self.active, self.model = active, model
-
-    def timeout_s(self, endpoint: str | None, timeout_s: float) -> float | None:
-        """Per-request deadline of the active probes: --timeout when given, else their own default."""
-        if self.model and not self.active:
-            raise InputError("--model names the model the active probes ask: it needs --active")
-        if not self.active:
-            return None
-        if not endpoint:
-            raise InputError("--active sends requests to a live server: it needs --endpoint (a --snapshot replays "
-                             "the active probes it recorded)")
-        from click.core import ParameterSource
-
-        from doctor.probes.active import DEFAULT_TIMEOUT_S
-
-        explicit = click.get_current_context().get_parameter_source("timeout_s") is not ParameterSource.DEFAULT
-        return timeout_s if explicit else DEFAULT_TIMEOUT_S
-
-
 active_options = option_group("active", ActiveFlags, [
     click.option("--active", is_flag=True,
                  help="Also send a few small fixed requests (a tool call, a short question, repeated greedy "
@@ -133,16 +86,6 @@ active_options = option_group("active", ActiveFlags, [
 ])
 
 
-class ScopeFlags:
-    """--snapshot and --targets: what `check` examines instead of one live endpoint — a recorded run replayed, or
-    every endpoint of a fleet."""
-
-    __slots__ = ("snapshot_file", "targets_file")
-
-    def __init__(self, snapshot_file: str | None, targets_file: str | None) -> None:
-        self.snapshot_file, self.targets_file = snapshot_file, targets_file
-
-
 scope_options = option_group("scope", ScopeFlags, [
     click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
                  help="Replay a snapshot written by `llmdoctor snapshot` instead of probing."),
@@ -150,51 +93,6 @@ scope_options = option_group("scope", ScopeFlags, [
                  help="Check many endpoints concurrently (YAML/JSON list: endpoint, name, api_key_env, gpu, config, "
                       "command, engine_version, log, manifest) and print a fleet table."),
 ])
-
-
-class OfflineFlags:
-    """--command, --command-file, --config, --gpu, --gpu-mem, --engine-version, --metrics, --server-info,
-    --nvidia-smi, --offline, --log, and for `check` --client-output, --manifest and --target-version: what the user
-    hands over
-    without a server (:meth:`inputs` makes the pipeline's ``OfflineInputs`` of them; ``target_version`` is the
-    release the pipeline also reads the command as)."""
-
-    __slots__ = ("command_text", "command_file", "config", "gpu", "gpu_mem", "engine_version", "metrics_file",
-                 "server_info_file", "nvidia_smi_file", "offline", "log_file", "client_output", "manifest",
-                 "target_version")
-
-    def __init__(self, command_text: str | None, command_file: str | None, config: str | None, gpu: str | None,
-                 gpu_mem: str | None, engine_version: str | None, metrics_file: str | None,
-                 server_info_file: str | None, nvidia_smi_file: str | None, offline: bool, log_file: str | None,
-                 client_output: str | None = None, manifest: str | None = None,
-                 target_version: str | None = None) -> None:
-        self.command_text, self.command_file, self.config, self.gpu = command_text, command_file, config, gpu
-        self.gpu_mem, self.engine_version, self.metrics_file = gpu_mem, engine_version, metrics_file
-        self.server_info_file, self.nvidia_smi_file, self.offline = server_info_file, nvidia_smi_file, offline
-        self.log_file, self.client_output = log_file, client_output
-        self.manifest, self.target_version = manifest, target_version
-
-    def inputs(self, workload: Any) -> Any:
-        """The pipeline's ``OfflineInputs``: the command and --gpu from --manifest (a --gpu given wins), the
-        command from --command or --command-file, the log's and the client output's paths (read later, once:
-        ``with_log_read``)."""
-        from doctor.sources.offline import OfflineInputs, read_command_file
-
-        command_text, gpu = self.command_text, self.gpu
-        if self.manifest:
-            if self.manifest == "-" and "-" in (self.log_file, self.command_file):
-                raise InputError("--manifest - and --log -/--command-file - cannot both read standard input")
-            command_text, gpu = manifest_inputs(self.manifest, bool(command_text or self.command_file), gpu)
-        if command_text and self.command_file:
-            raise InputError("give the launch command with --command or --command-file, not both")
-        if self.command_file:
-            command_text = read_command_file(self.command_file, "--command-file")
-        if self.log_file == "-" and self.command_file == "-":
-            raise InputError("--log - and --command-file - both read standard input: give one of them a file")
-        return OfflineInputs(command=command_text, engine_version=self.engine_version, config=self.config,
-                             gpu=gpu, gpu_mem=self.gpu_mem, nvidia_smi=self.nvidia_smi_file,
-                             metrics=self.metrics_file, server_info=self.server_info_file, workload=workload,
-                             offline=self.offline, log=self.log_file, client_output=self.client_output)
 
 
 #: --command … --offline and --log: what every command that reads offline inputs takes
@@ -258,86 +156,17 @@ def check(live: LiveFlags, active: ActiveFlags, scope: ScopeFlags, given: Offlin
     also fill what live probes could not reach. Then every playbook whose entry conditions hold runs (or only
     --symptom's), and each finding shows its evidence chain and fix.
     """
-    from doctor.commands.check import CheckOptions, run_check
+    from doctor.cli.check_run import run_check_command
 
-    endpoint = live.endpoint
-    if scope.targets_file:
-        if endpoint or scope.snapshot_file:
-            raise InputError("--targets checks a fleet: give it, --endpoint or --snapshot, not several")
-        if active.active:
-            raise InputError("--active sends requests to one --endpoint; it is not run across a fleet")
-        if given.log_file or given.client_output:
-            raise InputError("--log and --client-output belong to one target; in --targets give each entry its own "
-                             "log: key")
-        if given.manifest:
-            raise InputError("--manifest describes one deployment; in a --targets file give each its manifest: key")
-        return _fleet(scope.targets_file, live.timeout_s, playbooks, output)
-    inputs = given.inputs(workload)
-    symptoms = playbooks.symptoms
-    # A reported symptom is an input by itself: with nothing else it gets that symptom's differential (each
-    # possible cause with the one input that decides it, exit 5), never a usage error. Only no symptom and no
-    # input at all is "nothing to check".
-    if not (endpoint or scope.snapshot_file or symptoms or any((
-            inputs.command, inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi,
-            inputs.log, inputs.client_output))):
-        raise InputError("nothing to check: pass --endpoint, --snapshot, offline inputs such as --command "
-                         "and --config, or the --symptom you see (see llmdoctor check --help)")
-    # Beside anything else, a command naming no launch llmdoctor reads is said, not fatal: the rest is still read.
-    inputs.command_optional = bool(endpoint or scope.snapshot_file or symptoms or any((
-        inputs.config, inputs.gpu, inputs.metrics, inputs.server_info, inputs.nvidia_smi, inputs.log,
-        inputs.client_output)))
-    active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
-    run = run_check(CheckOptions(endpoint=endpoint, api_key_env=live.api_key_env, timeout_s=live.timeout_s,
-                                 sample_s=live.sample_s, pid=live.pid, snapshot=scope.snapshot_file, offline=inputs,
-                                 symptoms=symptoms, playbook_dirs=playbooks.playbook_dirs, active=active.active,
-                                 model=active.model, active_timeout_s=active_timeout_s,
-                                 target_version=given.target_version))
-    _render(run, output)
-    if run.unreachable and not scope.snapshot_file:
-        click.echo(f"llmdoctor: {run.target.display()}: could not be examined: {run.unreachable}", err=True)
-        rc = EXIT_UNREACHABLE
-    else:
-        rc = with_unexplained(exit_code(run.diagnosis.findings, output.fail_on), run.diagnosis, output.fail_on)
-    _let_lookups_land()
-    return rc
+    return run_check_command(live, active, scope, given, workload, playbooks, output,
+                             timeout_explicit=_timeout_given())
 
 
-def _let_lookups_land() -> None:
-    """A model lookup that outlived --timeout (a slow Hub) finishes once the answer is out — standard output is
-    closed first, so a pipe's reader is done — and what it finds is in the caches for the next run."""
-    resolve = sys.modules.get("doctor.model.resolve")  # not imported: no model was looked up
-    if resolve is None or not resolve.lookups_running():
-        return
-    sys.stdout.flush()
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    resolve.finish_lookups()
+def _timeout_given() -> bool:
+    """Whether --timeout was typed (the active probes take their own longer default when it was not)."""
+    from click.core import ParameterSource
 
-
-def with_unexplained(code: int, diagnosis: Any, fail_on: str) -> int:
-    """EXIT_UNEXPLAINED instead of "healthy" when a reported symptom has no cause (never silent)."""
-    if code == EXIT_OK and fail_on != "never" and diagnosis.unexplained is not None:
-        return EXIT_UNEXPLAINED
-    return code
-
-
-def _fleet(targets_file: str, timeout_s: float, playbooks: PlaybookFlags, output: OutputFlags) -> int:
-    from doctor.commands.fleet import load_targets, run_fleet
-    from doctor.render.fleet import fleet_markdown, fleet_text
-
-    fleet = run_fleet(load_targets(targets_file), timeout_s=timeout_s, symptoms=playbooks.symptoms,
-                      playbook_dirs=playbooks.playbook_dirs)
-    emit_document(output.fmt, fleet, text=lambda: fleet_text(fleet), markdown=lambda: fleet_markdown(fleet))
-    if not any(r.reachable for r in fleet.results):
-        click.echo(f"llmdoctor: {targets_file}: no target could be examined", err=True)
-        return EXIT_UNREACHABLE
-    return exit_code(fleet.findings(), output.fail_on)
-
-
-def _render(run: Any, output: OutputFlags) -> None:
-    from doctor.render.check import check_markdown, check_text
-
-    emit_document(output.fmt, run, text=lambda: check_text(run, verbose=output.verbose),
-                  markdown=lambda: check_markdown(run))
+    return click.get_current_context().get_parameter_source("timeout_s") is not ParameterSource.DEFAULT
 
 
 @click.command("snapshot", epilog=SNAPSHOT_EPILOG)
@@ -371,14 +200,14 @@ def snapshot(live: LiveFlags, active: ActiveFlags, given: OfflineFlags, workload
         raise InputError("snapshot records live probes; --metrics/--server-info/--nvidia-smi belong to check")
     recorded = with_log_read(given.inputs(workload))
     inputs = snapshot_inputs(recorded)
-    active_timeout_s = active.timeout_s(endpoint, live.timeout_s)
+    active_timeout_s = active.timeout_s(endpoint, live.timeout_s, _timeout_given())
     target = Target.parse(endpoint)
     api_key = api_key_from_env(live.api_key_env) if live.api_key_env else None
     probe_opts = ProbeOptions(timeout_s=live.timeout_s, api_key=api_key, sample_s=live.sample_s, pid=live.pid)
     results = run_probes(target, probe_opts)
     error = unreachable_reason(results)
     if error:
-        click.echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
+        echo(f"llmdoctor: {target.display()}: could not be examined: {error}; nothing written", err=True)
         return EXIT_UNREACHABLE
     if active.active:
         results += active_results(target, probe_opts, results, recorded, model=active.model,

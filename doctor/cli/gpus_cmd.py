@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from doctor.cli.common import emit_document, format_option
+from doctor.cli.common import format_option
+from doctor.cli.output import emit_document
 
 EPILOG = """\b
 Examples:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import emit, format_option
+from doctor.cli.common import format_option
 from doctor.cli.options import offline_option, option_group
+from doctor.cli.output import echo, emit
 from doctor.errors import EXIT_OK, EXIT_USAGE
 from doctor.model.kvcache import ENGINES
 from doctor.model.units import parse_bytes, parse_tokens
@@ -85,7 +86,7 @@ def inspect(config: str, fmt: str, sizing: Sizing, offline: bool) -> int:
     if not card.known:
         what = ", ".join(card.architectures) or card.model_type or "none given"
         field = "architectures" if card.architectures else "model_type"
-        click.echo(f"llmdoctor: {card.source}: {field}: {what} is not a known architecture; "
+        echo(f"llmdoctor: {card.source}: {field}: {what} is not a known architecture; "
                    "the card above is best-effort (model.known = false)", err=True)
         return EXIT_USAGE
     return EXIT_OK

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import OutputFlags, emit, emit_document, exit_code, output_options
+from doctor.cli.common import output_options
 from doctor.cli.manifest_opt import manifest_inputs_text, manifest_option
 from doctor.cli.options import (
     PlaybookFlags,
@@ -17,6 +17,7 @@ from doctor.cli.options import (
     playbook_options,
     workload_options,
 )
+from doctor.cli.output import OutputFlags, echo, emit, emit_document, exit_code
 from doctor.errors import InputError
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ def _lint_files(paths: tuple[str, ...], given: LintFlags, target_version: str | 
         emit_document(fmt, result, text=lambda: files_text(result), markdown=lambda: files_markdown(result))
     for item in result.files:
         if item.error:
-            click.echo(f"llmdoctor: {item.path}: {item.error}", err=True)
+            echo(f"llmdoctor: {item.path}: {item.error}", err=True)
     if any(item.error for item in result.files):
         return EXIT_USAGE
     return exit_code(result.findings(), fail_on)

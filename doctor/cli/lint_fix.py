@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import click
-
-from doctor.cli.common import emit, exit_code
+from doctor.cli.output import echo, emit, exit_code
 
 if TYPE_CHECKING:
     from doctor.commands.lint import LintResult
@@ -49,10 +47,10 @@ def run_fix(result: LintResult, source: str | list[str], inputs: OfflineInputs, 
         emit(json.dumps(document, indent=2, default=str))
     elif is_manifest and not output:
         # the patched manifest is the output (for a pipe); the report goes to stderr
-        click.echo(fixed.masked(fixed.fixed).rstrip("\n"))
+        echo(fixed.masked(fixed.fixed).rstrip("\n"))
         from doctor.render.lint import fix_summary
 
-        click.echo(fix_summary(fixed, after.diagnosis.findings), err=True)
+        echo(fix_summary(fixed, after.diagnosis.findings), err=True)
     else:
         from doctor.render.lint import fix_text as render_fix
         from doctor.render.lint import lint_text

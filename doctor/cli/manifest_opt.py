@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import click
+from doctor.cli.output import echo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def manifest_option(f: F) -> F:
+    import click  # only where the option is declared: reading a manifest (below) needs no click
+
     return click.option(
         "--manifest", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE|-",
         help="A Kubernetes manifest ('-' for stdin): Pod, Deployment, StatefulSet, LeaderWorkerSet, a kubectl "
@@ -35,5 +37,5 @@ def manifest_inputs_text(path: str, command_given: bool, gpu: str | None) -> tup
         raise InputError("give the launch command or --manifest, not both")
     launch, text = read_manifest_text(path)
     for line in note_lines(launch):
-        click.echo(f"llmdoctor: {line}", err=True)
+        echo(f"llmdoctor: {line}", err=True)
     return launch.command, gpu or launch.gpu, text

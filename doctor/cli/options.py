@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from doctor.cli.flags import PlaybookFlags, workload
+
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
 
@@ -30,6 +32,8 @@ def option_group(name: str, build: Callable[..., Any], options: list[Callable[[A
             return f(*args, **kwargs)
 
         params = command.__dict__["__click_params__"] = list(getattr(f, "__click_params__", []))
+        # what tools/gen_help.py stores for a fast path that builds the same objects without click
+        command.__dict__["__option_groups__"] = [*getattr(f, "__option_groups__", ()), (name, build, names)]
         decorated: Any = command
         for option in reversed(options):
             before = len(params)
@@ -79,14 +83,8 @@ def bounded(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     return callback
 
 
-def _workload(**values: Any) -> Any:
-    from doctor.sources.offline import Workload  # lazy: --help and the fast path never build one
-
-    return Workload(**values)
-
-
 #: --context, --users, --text-only, --reproducible, --temperature: what the traffic looks like (a ``Workload``)
-workload_options = option_group("workload", _workload, [
+workload_options = option_group("workload", workload, [
     click.option("--context", callback=_tokens, metavar="N",
                  help="Tokens per request (prompt + output): 32768, 32k, 1M."),
     click.option("--users", type=int, callback=bounded("users"), metavar="N",
@@ -112,16 +110,6 @@ def playbooks_option(f: F) -> F:
         "--playbooks", "playbook_dirs", multiple=True, type=click.Path(file_okay=False),
         help="Also load the playbooks in DIR (repeatable): your own <symptom>.yaml trees and causes/<id>.yaml.",
     )(f)
-
-
-class PlaybookFlags:
-    """--symptom and --playbooks: which playbooks run — the symptoms asked about (none: every playbook whose entry
-    conditions hold) and the user's own directories beside the built-ins, as the pipeline takes them."""
-
-    __slots__ = ("symptoms", "playbook_dirs")
-
-    def __init__(self, symptoms: tuple[str, ...], playbook_dirs: tuple[str, ...]) -> None:
-        self.symptoms, self.playbook_dirs = symptoms, playbook_dirs
 
 
 #: --symptom, --playbooks: a ``PlaybookFlags``

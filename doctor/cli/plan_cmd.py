@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import emit_document, exit_code, fail_on_option, format_option
+from doctor.cli.common import fail_on_option, format_option
 from doctor.cli.manifest_opt import manifest_option
 from doctor.cli.options import (  # _tokens: the --context parser all share
     _tokens,
     offline_option,
     option_group,
 )
+from doctor.cli.output import echo, emit_document, exit_code
 from doctor.errors import EXIT_FINDINGS, InputError
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _from_manifest(path: str, gpu: str | None, engine: str, engine_version: str 
 
     launch = read_manifest(path)
     for line in note_lines(launch):
-        click.echo(f"llmdoctor: {line}", err=True)
+        echo(f"llmdoctor: {line}", err=True)
     if engine == "both" and launch.engine:
         engine, engine_version = launch.engine, engine_version or launch.engine_version
     return gpu or launch.gpu, engine, engine_version

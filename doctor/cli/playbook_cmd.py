@@ -6,8 +6,8 @@ import json
 
 import click
 
-from doctor.cli.common import emit, emit_document
 from doctor.cli.options import playbooks_option
+from doctor.cli.output import echo, emit, emit_document
 from doctor.errors import EXIT_OK, EXIT_USAGE, InputError
 
 
@@ -132,9 +132,9 @@ def validate_cmd(dirs: tuple[str, ...], data_files: tuple[str, ...]) -> int:
     errors += validate_builtin()
     errors += [e for name in data_files for e in validate_file(Path(name))]
     for error in errors:
-        click.echo(error, err=True)
+        echo(error, err=True)
     if errors:
-        click.echo(f"{len(errors)} problem(s)", err=True)
+        echo(f"{len(errors)} problem(s)", err=True)
         return EXIT_USAGE
     given = [*dirs, *data_files]
     emit(f"ok: built-in playbooks and data files{' and ' + ', '.join(given) if given else ''} are valid")
@@ -172,5 +172,5 @@ def docs_cmd(playbook_dirs: tuple[str, ...], output: str | None, facts: bool) ->
     if output:
         write_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
     return EXIT_OK

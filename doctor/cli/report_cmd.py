@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import emit, exit_code, fail_on_option, format_option
+from doctor.cli.common import fail_on_option, format_option
 from doctor.cli.options import beside, option_group
+from doctor.cli.output import echo, emit, exit_code
 from doctor.errors import InputError
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def report(options: ReportOptions, output: str | None, fmt: str | None, fail_on:
     show = progress if progress is not None else sys.stderr.isatty()
     doc, findings = run(options, progress=_progress if show else None, waiting=None if show else _waiting)
     if show and sys.stderr.isatty():
-        click.echo("", err=True)
+        echo("", err=True)
     if output:
         from doctor.outio import write_chunks
 
@@ -135,12 +136,12 @@ def _stream(chunks: Iterator[str]) -> None:
 
 def _waiting(line: str) -> None:
     """Without --progress, one line when a query keeps the run waiting: a nightly job's log says why it hangs."""
-    click.echo(f"llmdoctor report: {line}", err=True)
+    echo(f"llmdoctor report: {line}", err=True)
 
 
 def _progress(label: str) -> None:
     """On a terminal one line rewritten in place; in a log (--progress without a TTY) one line per step."""
     if sys.stderr.isatty():
-        click.echo(f"\r\033[Kquerying Prometheus: {label}", err=True, nl=False)
+        echo(f"\r\033[Kquerying Prometheus: {label}", err=True, nl=False)
     else:
-        click.echo(f"querying Prometheus: {label}", err=True)
+        echo(f"querying Prometheus: {label}", err=True)

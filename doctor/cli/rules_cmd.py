@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from doctor.cli.common import SEVERITIES, emit
 from doctor.cli.options import option_group
+from doctor.cli.output import SEVERITIES, echo, emit
 from doctor.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def rules(output: str | None, playbook_dirs: tuple[str, ...], alerts: AlertFlags
     text = rules_yaml(generated, header, document)
     if verbose:
         for item in generated.skipped:
-            click.echo(f"skipped {item.line()}", err=True)
+            echo(f"skipped {item.line()}", err=True)
     return _write(text, output, f"{len(generated.alerts)} alerts")
 
 
@@ -178,7 +178,7 @@ def _write(text: str, output: str | None, what: str) -> int:
         from doctor.outio import write_atomic
 
         write_atomic(output, text)
-        click.echo(f"llmdoctor: {what} written to {output}", err=True)
+        echo(f"llmdoctor: {what} written to {output}", err=True)
     else:
         emit(text)
     return EXIT_OK

@@ -23,15 +23,18 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
 from doctor.playbook.conditions import Compiled, blocked_by, compile_condition, evaluate
 from doctor.playbook.loader import Cause, Playbook, PlaybookSet
 from doctor.playbook.registry import Registry
+from doctor.playbook.reported import reported as symptoms_reported
 from doctor.playbook.template import render
-from doctor.playbook.unexplained import Unexplained, explain
+
+if TYPE_CHECKING:
+    from doctor.playbook.unexplained import Unexplained
 
 #: How to learn an unknown fact, by key or namespace: what the user can add to the command line.
 HINTS = {
@@ -107,7 +110,10 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     diagnosis.findings = sorted(walk.found.values(), key=lambda f: (*f.sort_key()[:2], f.id in stages, f.id))
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
-    diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)
+    if symptoms_reported(facts, diagnosis.ran):
+        from doctor.playbook.unexplained import explain
+
+        diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)
     return diagnosis
 
 

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Finding, Unchecked
+from doctor.playbook.reported import reported
 
 if TYPE_CHECKING:
     from doctor.playbook.loader import PlaybookSet
 
-#: the symptom a log that shows a failed start reports by itself
-LOG_SYMPTOM = "launch-failure"
 
 
 @dataclass(frozen=True)
@@ -84,16 +83,6 @@ class Unexplained:
         return {"symptoms": [{"symptom": s, "reported_by": by} for s, by in self.symptoms.items()],
                 "unplaced_lines": [u.to_dict() for u in self.lines],
                 "possible": [p.to_dict() for p in self.possible]}
-
-
-def reported(facts: Facts, ran: list[str]) -> dict[str, str]:
-    """Symptom -> who reported it: the user or an alert (``workload.reported``), or the log itself — a log with an
-    error and no ready line is a failed start, when the launch-failure tree ran."""
-    given = facts.fact("workload.reported")
-    out = {s: given.source for s in (given.value if given is not None else None) or []}
-    if LOG_SYMPTOM not in out and LOG_SYMPTOM in ran and facts.get("log.started") is False and facts.get("log.error"):
-        out[LOG_SYMPTOM] = "the log (an error, and no line saying the server is ready)"
-    return out
 
 
 def explain(facts: Facts, findings: list[Finding], unchecked: list[Unchecked], ran: list[str],

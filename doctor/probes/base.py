@@ -172,6 +172,14 @@ def load_data(name: str) -> Any:
     return load_packaged(Path(__file__).parent / name)
 
 
+def lookup_name(host: str) -> str | bytes:
+    """``host`` as ``socket.getaddrinfo`` should be given it: an ASCII name (every IP literal, most host names) as
+    bytes, which getaddrinfo takes as they are — given a str it encodes it with the IDNA codec first, and importing
+    that codec (encodings.idna, stringprep, unicodedata) costs a `check` more than its own HTTP requests. The
+    codec turns an ASCII name into the same bytes; a non-ASCII name still goes through it."""
+    return host.encode("ascii") if host.isascii() else host
+
+
 def not_this_host(host: str) -> str | None:
     """Why ``host`` is not this machine (None when it is: loopback or one of our interface addresses).
 
@@ -181,7 +189,7 @@ def not_this_host(host: str) -> str | None:
     import socket
 
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        addresses = {info[4][0] for info in socket.getaddrinfo(lookup_name(host), None)}
     except socket.gaierror:
         return f"cannot resolve host {host!r}"
     if any(a.startswith("127.") or a in ("::1", "0.0.0.0", "::") for a in addresses):  # 0.0.0.0 reaches this host

@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from doctor import __version__
-from doctor.probes.base import ProbeError
+from doctor.probes.base import ProbeError, lookup_name
 from doctor.redact import redact_text
 
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -190,7 +190,7 @@ def _once(method: str, url: str, body: bytes | None, headers: dict[str, str], de
 
     alarm = _WATCHDOG.arm(time.monotonic() + remaining, _expire)
     try:
-        held.append(socket.create_connection((host, port), timeout=remaining))
+        held.append(socket.create_connection((lookup_name(host), port), timeout=remaining))
         if scheme == "https":
             import ssl  # only a TLS target pays for it
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from doctor.humanize import readable
 from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
+from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 from doctor.render.unexplained import unexplained_markdown, unexplained_text
 
@@ -88,10 +87,10 @@ def _probe_lines(run: CheckRun) -> list[str]:
     lines = []
     for probe in run.probes:
         moot = probe_not_applicable(probe, run.facts)
-        state = click.style("ok", fg="green") if probe.ok else click.style("failed", fg="red")
+        state = style("ok", fg="green") if probe.ok else style("failed", fg="red")
         detail = "" if probe.ok else f": {probe.error}"
         if moot:
-            state, detail = click.style("n/a", fg="cyan"), f": {moot}"
+            state, detail = style("n/a", fg="cyan"), f": {moot}"
         lines.append(f"  {probe.name:<8} {state} {probe.elapsed_ms:.0f} ms{detail}")
         if probe.ok and _is_active(probe):
             lines.append(f"      {_active(probe)['summary']}")
@@ -129,7 +128,7 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
     cols = width()
     head = " · ".join(x for x in (*_identity(run), f"{run.elapsed_ms:.0f} ms") if x)
     out = wrap("llmdoctor check · " + head, cols, "", "  ")
-    out[0] = out[0].replace("llmdoctor check", click.style("llmdoctor check", bold=True), 1)
+    out[0] = out[0].replace("llmdoctor check", style("llmdoctor check", bold=True), 1)
     out += labelled("verdict", _verdict(run), cols, indent=0)
     if run.probes and not verbose:
         out += labelled("probes", _probe_summary(run), cols, indent=0)
@@ -161,14 +160,14 @@ def check_text(run: CheckRun, *, verbose: bool = False) -> str:
         out.append(rest)
     if verbose:
         out.append("")
-        out.append(click.style("Facts", bold=True))
+        out.append(style("Facts", bold=True))
         for fact in sorted(run.facts, key=lambda f: f.key):
             mark = " (observed)" if fact.observed else ""
             out.append(f"  {fact.key} = {readable(fact.value, 100)}  ({fact.source}){mark}")
         for key, why in sorted(run.facts.errors.items()):
             out.append(f"  {key}: unknown — {why}")
     elif findings or unchecked:
-        out.append(click.style("-v", bold=True) + ": why, the evidence with its sources, every fix, every fact")
+        out.append(style("-v", bold=True) + ": why, the evidence with its sources, every fix, every fact")
     return "\n".join(out)
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-import click
-
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked
 from doctor.humanize import readable
+from doctor.render.style import style
 from doctor.render.text import fit_line, labelled, width, wrap
 
 _COLORS = {"critical": "red", "warning": "yellow", "info": "cyan"}
@@ -44,7 +43,7 @@ def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, v
             out += _finding_block(finding, cols, verbose=True)
             out.append("")
         if unchecked:
-            out.append(click.style("Could not check", bold=True))
+            out.append(style("Could not check", bold=True))
             for causes, missing, reason, hint in group_unchecked(unchecked):
                 out += wrap(f"{', '.join(causes)}: needs {', '.join(missing)} — {reason}; {hint}", cols, "  - ", "    ")
         return "\n".join(out).rstrip() + "\n"
@@ -52,7 +51,7 @@ def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, v
         out += _finding_block(findings[0], cols, verbose=False)
     if len(findings) > 1:
         out.append("")
-        out.append(click.style("Also found", bold=True) + " (-v: the evidence and fix of each)")
+        out.append(style("Also found", bold=True) + " (-v: the evidence and fix of each)")
         id_col = max(len(f.id) for f in findings[1:])
         for finding in findings[1:]:
             out.append("  " + _severity(finding.severity)
@@ -64,14 +63,14 @@ def findings_text(findings: list[Finding], unchecked: list[Unchecked] = (), *, v
 
 
 def _severity(severity: str) -> str:
-    return click.style(f"{severity.upper():<9}", fg=_COLORS[severity], bold=True)
+    return style(f"{severity.upper():<9}", fg=_COLORS[severity], bold=True)
 
 
 def _finding_block(finding: Finding, cols: int, *, verbose: bool) -> list[str]:
     """The top finding: headline, then the fix first (what to do now), what happens, the evidence, the reference."""
     symptom = f", symptom {finding.symptom}" if finding.symptom and verbose else ""
     out = wrap(f"{finding.id}  {finding.title}  [{finding.confidence} confidence{symptom}]", cols, " " * 9)
-    out[0] = _severity(finding.severity) + click.style(finding.id, bold=True) + out[0][9 + len(finding.id):]
+    out[0] = _severity(finding.severity) + style(finding.id, bold=True) + out[0][9 + len(finding.id):]
     out += labelled("fix", finding.fix, cols)
     out += labelled("what", finding.what, cols)
     if verbose:

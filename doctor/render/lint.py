@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
 from doctor.humanize import readable
 from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
+from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
     cols = width()
     head = _header(result) or ["no launch command"]
     out = wrap("llmdoctor lint · " + head[0], cols, "", "  ")
-    out[0] = out[0].replace("llmdoctor lint", click.style("llmdoctor lint", bold=True), 1)
+    out[0] = out[0].replace("llmdoctor lint", style("llmdoctor lint", bold=True), 1)
     out += [line for extra in head[1:] for line in wrap(extra, cols, "", "  ")]
     out += labelled("verdict", verdict_line(result.diagnosis.findings), cols, indent=0)
     cmd = result.gathered.command
@@ -63,23 +62,23 @@ def lint_text(result: LintResult, *, verbose: bool = False) -> str:
         out += labelled("flags", f"{named} (-v explains each)", cols, indent=0)
     elif result.flags:
         out.append("")
-        out.append(click.style("Flags", bold=True))
+        out.append(style("Flags", bold=True))
         for note in result.flags:
             head = f"{note.flag} {_value(note.value)}".rstrip()
             if note.canonical and note.canonical != note.flag:
                 head += f"   (= {note.canonical})"
-            out.append(f"  {click.style(head, bold=True)}")
+            out.append(f"  {style(head, bold=True)}")
             out.extend(wrap(note.explain, cols, "      "))
     out.append("")
     if verbose:
-        out.append(click.style("Findings", bold=True))
+        out.append(style("Findings", bold=True))
     out.append(findings_text(result.diagnosis.findings, result.diagnosis.unchecked, verbose=verbose).rstrip())
     if verbose:
         out.append("")
-        out.append(click.style("Facts", bold=True))
+        out.append(style("Facts", bold=True))
         out.extend(f"  {f.key} = {readable(f.value, 100)}  ({f.source})" for f in sorted(result.facts, key=lambda f: f.key))
     elif result.diagnosis.findings or result.diagnosis.unchecked:
-        out.append(click.style("-v", bold=True) + ": each flag explained, why, the evidence with its sources, every "
+        out.append(style("-v", bold=True) + ": each flag explained, why, the evidence with its sources, every "
                    "fix, every fact")
     return "\n".join(out)
 
@@ -112,10 +111,10 @@ _CLASS_LABEL = {"safe": "applied", "needs-value": "applied, needs a value", "pri
 
 def fix_text(fixed: FixResult, remaining: list[Finding], output: str | None) -> str:
     """The corrected command, its diff, and what each finding's fix became."""
-    out = [click.style("Fixed command", bold=True) + (f" (written to {output})" if output else "")]
+    out = [style("Fixed command", bold=True) + (f" (written to {output})" if output else "")]
     if fixed.changed:
         out += ["  " + line for line in fixed.masked(fixed.fixed).rstrip("\n").splitlines()]
-        out += ["", click.style("Diff", bold=True)]
+        out += ["", style("Diff", bold=True)]
         out += ["  " + line for line in fixed.diff().rstrip("\n").splitlines()]
     else:
         out.append("  (unchanged: no finding has a fix that can be applied to the command)")
@@ -127,7 +126,7 @@ def fix_text(fixed: FixResult, remaining: list[Finding], output: str | None) -> 
 def fix_summary(fixed: FixResult, remaining: list[Finding]) -> str:
     """One line per finding's fix, then what a new lint of the fixed command still finds."""
     cols = width()
-    out = [click.style("Fixes", bold=True)]
+    out = [style("Fixes", bold=True)]
     for p in fixed.planned:
         what = "; ".join(e.describe() for e in p.edits) or " ".join(p.text.split())
         out += wrap(f"{p.finding} [{_CLASS_LABEL[p.fix_class]}]: {what}", cols, "  - ", "    ")

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
 from doctor.model.band import approx_tokens
 from doctor.model.units import format_bytes, format_tokens
 from doctor.redact import redact_text
 from doctor.render.findings import findings_markdown, findings_text
+from doctor.render.style import style
 from doctor.render.text import fit_line, width, wrap
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def _headline(plan: Plan) -> list[str]:
 
 def _verdict_line(plan: Plan, color: bool = True) -> str:
     label, fg = _STATUS[plan.status]
-    head = click.style(label, fg=fg, bold=True) if color else label
+    head = style(label, fg=fg, bold=True) if color else label
     parts = []
     for p in plan.engines.values():
         causes = ", ".join(f.id for f in p.check.gating)
@@ -91,7 +90,7 @@ def _engine_text(plan: Plan, p: EnginePlan, cols: int, *, verbose: bool,
     from doctor.plan.planner import seed_method
 
     par, cap, fit = p.decision.parallelism, p.capacity, p.capacity.fit
-    out = [click.style(p.label, bold=True) + f" · {par.label()}"
+    out = [style(p.label, bold=True) + f" · {par.label()}"
            + f" · {_STATUS[p.status][0].lower()}"]
     out.append("  why")
     repeated = []
@@ -168,27 +167,27 @@ def plan_text(plan: Plan, *, verbose: bool = False) -> str:
     delegated = {d.flag + d.why: d for p in plan.engines.values() for d in p.delegated}
     if delegated and verbose:
         out.append("")
-        out.append(click.style("Left to the engine", bold=True))
+        out.append(style("Left to the engine", bold=True))
         for d in delegated.values():
             out.extend(wrap(f"{d.flag} — {d.why} ({d.ref})", cols, "  ", "    "))
     if plan.instead:
         out.append("")
-        out.append(click.style("What would run", bold=True))
+        out.append(style("What would run", bold=True))
         for line in plan.instead:
             out.extend(wrap(line, cols, "  - ", "    "))
     findings = [f for f, _ in plan.findings()]
     out.append("")
     if verbose:
-        out.append(click.style("Findings (the playbooks over this plan)", bold=True))
+        out.append(style("Findings (the playbooks over this plan)", bold=True))
         out.append(findings_text(findings, verbose=True).rstrip())
     elif findings:
-        out.append(click.style("Findings", bold=True) + " (the playbooks over this plan; -v: each in full)")
+        out.append(style("Findings", bold=True) + " (the playbooks over this plan; -v: each in full)")
         id_col = max(len(f.id) for f in findings)
         out += [fit_line(f"  {f.severity.upper():<9}{f.id:<{id_col}}  {f.title}", cols) for f in findings]
     else:
         out.append("Findings: none (the playbooks over this plan)")
     if not verbose:
-        out.append(click.style("-v", bold=True) + ": why each flag is set, notes, what is left to the engine, "
+        out.append(style("-v", bold=True) + ": why each flag is set, notes, what is left to the engine, "
                    "the findings in full")
     return "\n".join(out)
 

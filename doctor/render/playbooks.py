@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import click
+from doctor.render.style import style
 
 
 def listing_text(rows: list[dict[str, Any]], causes: int) -> str:
     """Each symptom (bold) with its title and the causes it can reach, then the counts."""
-    lines = [line for row in rows for line in (f"{click.style(row['symptom'], bold=True)}  {row['title']}",
+    lines = [line for row in rows for line in (f"{style(row['symptom'], bold=True)}  {row['title']}",
                                                 f"    causes: {', '.join(row['causes'])}")]
     lines.append(f"\n{len(rows)} playbooks, {causes} causes. `llmdoctor playbook show ID` for one of them.")
     return "\n".join(lines)
@@ -19,13 +19,13 @@ def listing_text(rows: list[dict[str, Any]], causes: int) -> str:
 
 def traps_text(traps: Any) -> str:
     """The metric traps: what a metric seems to say, why it does not, and what to read instead."""
-    return "\n".join(f"{click.style(trap.id, bold=True)}  {trap.metric} ({trap.engine})\n  {trap.why}\n"
+    return "\n".join(f"{style(trap.id, bold=True)}  {trap.metric} ({trap.engine})\n  {trap.why}\n"
                      f"  instead: {trap.instead}" for trap in traps)
 
 
 def playbook_text(playbook: Any) -> str:
     """One symptom's tree: its title, when it runs unasked, its source, then each node as ``if COND → cause``."""
-    lines = [f"{click.style(playbook.symptom, bold=True)}: {playbook.title}"]
+    lines = [f"{style(playbook.symptom, bold=True)}: {playbook.title}"]
     if playbook.description:
         lines.append(f"  {playbook.description}")
     if playbook.applies_when:
@@ -36,7 +36,7 @@ def playbook_text(playbook: Any) -> str:
 
 def cause_text(cause: Any) -> str:
     """One cause: severity and title, what happens and why, the fix per engine, its evidence and sources."""
-    lines = [f"{click.style(cause.id, bold=True)}  [{cause.severity}]  {cause.title}",
+    lines = [f"{style(cause.id, bold=True)}  [{cause.severity}]  {cause.title}",
              f"what: {cause.what}\n\nwhy: {cause.why}"]
     lines += [f"fix ({engine}): {text}" for engine, text in cause.fix.items()]
     lines.append(f"\nevidence: {', '.join(cause.evidence) or '—'}\nref: {cause.ref}\nsource: {cause.source}")

@@ -11,8 +11,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-import click
-
+from doctor.render.style import style
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, finding, key_facts
 
 _COLORS = {"critical": "red", "warning": "yellow", "info": "cyan"}
@@ -68,7 +67,7 @@ def text_summary(doc: dict[str, Any], *, written: str | None = None, height: int
     """One screen: the window, the fleet's count, the worst findings first, where the report went."""
     w, s, q = doc["window"], doc["summary"], doc["queries"]
     rows = height or shutil.get_terminal_size((100, 24)).lines
-    lines = [click.style("llmdoctor report", bold=True) + f" · {doc['prometheus']} · last {w['since']} to {w['end']}"
+    lines = [style("llmdoctor report", bold=True) + f" · {doc['prometheus']} · last {w['since']} to {w['end']}"
              + (f" · {w['selector']}" if w["selector"] else ""),
              f"{s['instances']} instances ({_engines(s)}) · {s['with_findings']} with findings: "
              + ", ".join(f"{s['findings'][sev]} {sev}" for sev in SEVERITY_ORDER)
@@ -92,7 +91,7 @@ def text_summary(doc: dict[str, Any], *, written: str | None = None, height: int
     width_cause = max((len(f["id"]) for f in findings[:room]), default=0)
     width_inst = max((len(f["instance"]) for f in findings[:room]), default=0)
     for f in findings[:room]:
-        sev = click.style(f"{f['severity'].upper():<9}", fg=_COLORS[f["severity"]], bold=True)
+        sev = style(f"{f['severity'].upper():<9}", fg=_COLORS[f["severity"]], bold=True)
         lines.append(f"{sev}{f['id']:<{width_cause}}  {f['instance']:<{width_inst}}  {f['title']}")
     if len(findings) > room:
         lines.append(f"… and {len(findings) - room} more findings")

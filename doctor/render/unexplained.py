@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
+from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 
 if TYPE_CHECKING:
@@ -24,18 +23,18 @@ SCREEN_GROUPS = 4
 
 def unexplained_text(u: Unexplained, *, verbose: bool = False) -> list[str]:
     cols = width()
-    out = [click.style("Cause not found", bold=True, fg="red") + " for "
+    out = [style("Cause not found", bold=True, fg="red") + " for "
            + ", ".join(f"{s} (reported by {by})" for s, by in u.symptoms.items())]
     lines = u.lines if verbose else u.lines[:SCREEN_LINES]
     if u.lines:
-        out.append(click.style("Log lines no rule placed", bold=True) + " (quoted as printed)")
+        out.append(style("Log lines no rule placed", bold=True) + " (quoted as printed)")
         for item in lines:
             where = f"   [{item.source}]" if item.source else ""
             out += wrap(f"{item.level.upper():<7} {item.line}{where}", cols, "  ", "          ")
         if len(u.lines) > len(lines):
             out.append(f"  … {len(u.lines) - len(lines)} more (-v)")
     if u.possible:
-        out.append(click.style("Possible causes", bold=True) + " (not findings: the facts do not rule them out),"
+        out.append(style("Possible causes", bold=True) + " (not findings: the facts do not rule them out),"
                    " by the input that decides them")
         groups = u.by_input()
         for decided_by, causes in groups if verbose else groups[:SCREEN_GROUPS]:
