@@ -366,3 +366,62 @@ def test_a_backend_without_softcapping_is_named_before_the_gpu(tmp_path: Path) -
     assert "softcap-unsupported-backend" in causes
     doc = _check("--log", str(_case_log("i151", tmp_path)), "--engine-version", "0.6.3", "--symptom", "launch-failure")
     assert [f["id"] for f in doc["findings"]][0] == "softcap-unsupported-backend"
+
+
+@pytest.mark.parametrize("case_id, cause", [
+    # the engine package Python imports is not the built install: a volume over the image's package, a script named
+    # vllm.py, the source tree as the working directory (no compiled vllm._C)
+    ("i574", "engine-package-incomplete"),
+    ("i497", "engine-package-incomplete"),
+    ("i218", "engine-package-incomplete"),
+    ("i416", "engine-package-incomplete"),  # an unbuilt source checkout (beside engine-dependency-missing)
+    # SGLang's start-up warm-up answered by a proxy (Squid's 503 page, a 502) or refused by httpx for a malformed
+    # proxy variable
+    ("i526", "http-proxy-intercepts-warmup"),
+    ("i465", "http-proxy-intercepts-warmup"),
+    ("i527", "http-proxy-intercepts-warmup"),
+    # transformers' refusal of a model type it does not know (configuration_auto.py:430, 5.19.0)
+    ("i545", "transformers-too-old-for-architecture"),
+    ("i546", "transformers-too-old-for-architecture"),
+    ("i563", "transformers-too-old-for-architecture"),
+])
+def test_none_yet_classes_given_a_cause(case_id: str, cause: str, tmp_path: Path) -> None:
+    assert cause in _causes(_case_log(case_id, tmp_path))
+
+
+def test_a_transformers_refusal_keeps_engine_too_old_first(tmp_path: Path) -> None:
+    """The same line names both: engine-too-old (a release without the architecture, i093's settled cause) stays
+    first, transformers-too-old-for-architecture (i563's: the release had it, transformers did not) follows."""
+    doc = _check("--log", str(_case_log("i093", tmp_path)), "--engine-version", "0.6.3", "--symptom", "launch-failure")
+    named = [f["id"] for f in doc["findings"]]
+    assert named[:2] == ["engine-too-old", "transformers-too-old-for-architecture"]
+
+
+@pytest.mark.parametrize("line", [
+    "ModuleNotFoundError: No module named 'vllm.inputs.data'",  # a submodule: a version question (i421)
+    "ModuleNotFoundError: No module named 'vllm_ascend'",
+    "ImportError: cannot import name 'LLM' from 'vllm' (/usr/lib/python3/site-packages/vllm/__init__.py)",
+    "ImportError: cannot import name '_set_default_torch_dtype' from 'vllm.model_executor.model_loader'",
+])
+def test_the_engines_own_package_found_and_built_is_not_incomplete(line: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "engine-package-incomplete" not in _causes(path)
+
+
+@pytest.mark.parametrize("line", [
+    "AssertionError: res=<Response [500]>, res.text='Internal Server Error'",  # the engine's own error
+    "AssertionError: res=<Response [200]>",
+    "INFO:     127.0.0.1:40000 - \"GET /model_info HTTP/1.1\" 503 Service Unavailable",
+])
+def test_a_warmup_answered_by_the_engine_itself_is_no_proxy(line: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "http-proxy-intercepts-warmup" not in _causes(path)
+
+
+@pytest.mark.parametrize("name", ["sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"])
+def test_healthy_real_starts_name_none_of_the_new_classes(name: str) -> None:
+    causes = _causes(LIVE / name)
+    for cause in ("engine-package-incomplete", "http-proxy-intercepts-warmup", "transformers-too-old-for-architecture"):
+        assert cause not in causes

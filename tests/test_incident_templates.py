@@ -70,7 +70,6 @@ GENERIC = {
                          "the allocator failing after that check is the check's own estimate falling short, not a KV "
                          "pool too small for the load (which retraction absorbs)",
     "sglang-d9bca0f1ea": _WRAPPER,  # Initialization failed. warmup error: {traceback} (the warmup's own exception)
-    "sglang-ebb34f41ba": _WRAPPER,  # Server warmup failed; aborting startup: {e} (the warmup's own exception)
     "vllm-590105ee23": "a notice of which MoE kernel package serves gpt-oss-style experts on ROCm "
                        "(vllm/model_executor/layers/fused_moe/gpt_oss_triton_kernels_moe.py:56, 0.17.0-0.19.1, at "
                        "import); the server goes on with it",
