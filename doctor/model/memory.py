@@ -162,7 +162,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
                  enforce_eager: bool = False, flashinfer_sampler: bool = False,
-                 mxfp4_backend: str | None = None) -> NonKV | None:
+                 mxfp4_backend: str | None = None, cuda_total: bool = False) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
@@ -171,9 +171,12 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
     so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
     FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
-    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes)."""
+    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes).
+    ``cuda_total``: ``gpu_memory_bytes`` is CUDA's own total (GpuModel.memory_is_cuda_total), so nothing of
+    CUDA_UNREPORTED_BYTES is taken off."""
+    unreported = 0 if cuda_total else CUDA_UNREPORTED_BYTES
     if engine == "sglang":
-        return _sglang_non_kv(version, mem_fraction)
+        return _sglang_non_kv(version, mem_fraction, unreported)
     if engine != "vllm":
         return None
     found = rule("profile", engine, version)
@@ -218,7 +221,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (" (FlashInfer's sampler)" if flashinfer_sampler and rows else "") if rows else "")
                  + f" + non-torch {non_torch / GIB:.2f} GiB"
                  + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
-                 + " + the memory CUDA does not report × the fraction"
+                 + (" + the memory CUDA does not report × the fraction" if unreported else
+                    " (the GPU's memory is CUDA's own total)")
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
                  + ("; --enforce-eager: no CUDA graphs to take off the KV pool" if taken_off and enforce_eager else
@@ -230,7 +234,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
                  + (f"; {dequant_source}" if dequant else "")
-                 + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
+                 + (f"; {state_source}" if state else ""), padding, state, int(unreported * fraction),
                  cudagraphs)
 
 
@@ -332,21 +336,21 @@ def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp
                      f"{assumed} ({engine} {version or 'newest'}: {found.evidence})")
 
 
-def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | None:
+def _sglang_non_kv(version: str | None, mem_fraction: float | None, unreported: int) -> NonKV | None:
     found = rule("sglang_pool", "sglang", version)
     if found is None or mem_fraction is None or not 0 < mem_fraction <= 1:
         return None
     inside = int(NON_TORCH_BYTES * mem_fraction)
     return NonKV(0, 0, inside, 0, 0,
                  f"estimate: CUDA context and NCCL ({NON_TORCH_BYTES / GIB:.1f} GiB) and the memory CUDA does not "
-                 f"report ({CUDA_UNREPORTED_BYTES / 2**20:.0f} MiB) × mem_fraction_static {mem_fraction}: the "
+                 f"report ({unreported / 2**20:.0f} MiB) × mem_fraction_static {mem_fraction}: the "
                  "fraction applies to the memory free after them; activations"
                  + (" live" if found.values.get("cudagraphs_in_pool") else " and CUDA graphs live")
                  + " outside it"
                  + ("; CUDA graph memory is taken off the pool after capture (not modelled: the KV estimate is an "
                     "upper bound)" if found.values.get("cudagraphs_in_pool") else "")
                  + f" (sglang {version or 'newest'}: {found.evidence})",
-                 unreported=int(CUDA_UNREPORTED_BYTES * mem_fraction))
+                 unreported=int(unreported * mem_fraction))
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
@@ -611,13 +615,23 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             flashinfer_sampler=(str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1"
                                                 or facts.get("log.sampler") == "flashinfer"),
                             mxfp4_backend=facts.get("log.mxfp4_backend")
-                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None))
+                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None),
+                            cuda_total=_cuda_total(facts))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
         return out
     out.set("engine.non_kv_bytes_per_gpu", estimate.total, estimate.source)
     return out
+
+
+def _cuda_total(facts: Any) -> bool:
+    """gpu.memory_bytes is the catalog's CUDA total for this GPU (not a --gpu-mem the user gave)."""
+    from doctor.hardware.catalog import lookup_gpu
+
+    name = facts.get("gpu.name")
+    gpu = lookup_gpu(name) if isinstance(name, str) and name else None
+    return gpu is not None and gpu.memory_is_cuda_total and gpu.memory_bytes == facts.get("gpu.memory_bytes")
 
 
 def _mem_fraction(facts: Any) -> float | None:
