@@ -448,7 +448,8 @@ def model_card(spec: str, *, raw: dict[str, Any] | None = None, offline: bool = 
                    else resolved.where)
     same, why = same_checkpoint(served_name, loaded.name or spec)
     card = sized_card(card, checkpoint=resolved.weights, hf_quant=resolved.hf_quant, same_checkpoint=same,
-                      served_name=served_name, launch_quantization=launch_quantization)
+                      served_name=served_name, launch_quantization=launch_quantization,
+                      hf_quant_unread=resolved.directory is None)
     if card.weight_source == "estimate" and same and resolved.weights_note:
         card = replace(card, weight_detail=f"{card.weight_detail} (not exact: {resolved.weights_note})")
     return SizedModel(card, resolved, same, why)
