@@ -192,7 +192,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         max_num_seqs = int(tier.get("max_num_seqs", 256))
     max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
     width = mlp_width_per_token(card)
-    per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
+    attention, attention_source = per_head_mla_attention(card, engine, version, tp)
+    per_token = _ACT_BYTES * (2 * card.hidden_size + (attention or 2 * card.hidden_size) + 3 * width / tp)
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
     dequant, dequant_source = bnb4_dequant_bytes(card, engine, version, max_num_batched_tokens, tp)
     activation += dequant
@@ -234,8 +235,31 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
                  + (f"; {dequant_source}" if dequant else "")
+                 + (f"; {attention_source}" if attention else "")
                  + (f"; {state_source}" if state else ""), padding, state, int(unreported * fraction),
                  cudagraphs)
+
+
+def per_head_mla_attention(card: ModelCard, engine: str, version: str | None, tp: int) -> tuple[int, str]:
+    """Elements one token's attention holds per GPU in the profile pass of a release that caches every head of an
+    MLA model (engine_memory.yaml mla_kv ``profile_attention``: the projected query, kv_b_proj's output and the
+    padded query, key, value and output, per local head), where the activation estimate otherwise counts the
+    attention's input and output (2 × hidden); (0, "") for any other model or release."""
+    if card.kv_lora_rank is None or not card.qk_nope_head_dim or card.mla_v_head_dim is None:
+        return 0, ""
+    found = rule("mla_kv", engine, version)
+    widths = ((found.values.get("profile_attention") or {}).get("per_head") if found is not None else None)
+    if not widths:
+        return 0, ""
+    named = {"qk_head_dim": card.qk_nope_head_dim + int(card.qk_rope_head_dim or 0),
+             "qk_nope_plus_v": card.qk_nope_head_dim + card.mla_v_head_dim,
+             "head_size": int(found.values["head_size"]) if str(found.values["head_size"]).isdigit() else 0}
+    per_head = sum(named[w] for w in widths)
+    heads = -(-card.attention_heads // max(1, tp))
+    elems = heads * per_head
+    return elems, (f"per-head MLA attention in the profile: {heads} heads × {per_head} values per token "
+                   f"(q at qk_head_dim, kv_b_proj's output, q/k/v and output padded to "
+                   f"{named['head_size']}) ({engine} {version or 'newest'}: {found.evidence})")
 
 
 def on_nvswitch(interconnect: str | None, nvlink_domain: int | None) -> bool:
