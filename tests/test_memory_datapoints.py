@@ -881,6 +881,24 @@ def test_v0_per_head_mla_profile_holds_the_padded_attention() -> None:
 
 
 @requires_shared
+def test_vllm_takes_the_cuda_graph_estimate_off_the_pool_from_020() -> None:
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 from vLLM 0.20.0 (envs.py:1724-1726; 0.19.1 :1654-1656
+    defaulted to 0): the jethac/dgx-spark-hijinks 0.20.0 log says its 1.69 GiB estimate is taken off the pool, so
+    the release rule starts there, not at the 0.21 that the engine's own message names."""
+    from doctor.model.memory import non_kv_bytes
+
+    point = next(p for p in datapoints() if p["id"] == "dgx-hijinks-gemma4-26b-a4b-bf16-gb10")
+    card, _ = _card_and_facts(point)
+
+    def graphs(version: str) -> int:
+        found = non_kv_bytes(card, "vllm", version, gpu_name="GB10", gpu_memory_bytes=120 * GIB, gpu_sm=121)
+        assert found is not None
+        return found.cudagraphs
+
+    assert graphs("0.19.1") == 0 and graphs("0.20.0") == graphs("0.21.0") == int(0.84 * GIB)
+
+
+@requires_shared
 def test_the_generated_error_record_is_current() -> None:
     """doctor/model/capacity_record.json (every printed band reads it) and docs/plan.md's per-stratum table are
     regenerated from this table by one command; a data point or a model change that moves a prediction makes

@@ -122,7 +122,7 @@ class NonKV:
     #: the share of the memory CUDA does not report (CUDA_UNREPORTED_BYTES × fraction): the fraction applies to
     #: cudaMemGetInfo's total, the GPU's memory here is nvidia-smi's
     unreported: int = 0
-    #: the CUDA graph memory a release takes off the KV pool before sizing it (vLLM ≥ 0.21; 0 with --enforce-eager)
+    #: the CUDA graph memory a release takes off the KV pool before sizing it (vLLM ≥ 0.20; 0 with --enforce-eager)
     cudagraphs: int = 0
 
     @property
