@@ -854,6 +854,8 @@ def test_a_modelopt_checkpoint_without_its_folder_is_priced_at_its_announced_for
     card = model_card(str(path), raw=raw).card
     assert card.quantization is not None and card.quantization.method == "nvfp4"
     assert 60 * GIB < card.weight_bytes < 75.03 * GIB and "hf_quant_config.json" in card.weight_detail
+    alone = model_card(str(path), offline=True).card  # a config file alone: nothing beside it was read either
+    assert alone.quantization is not None and alone.weight_bytes == card.weight_bytes
     plain = analyze(raw, name=str(path), source=str(path))
     assert sized_card(plain, checkpoint=None, hf_quant=None).quantization is None  # the folder was read
     awq = sized_card(plain, checkpoint=None, hf_quant=None, hf_quant_unread=True, served_name="x/Model-AWQ")
