@@ -83,6 +83,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
     facts.update(float32_facts(card, facts))
     from doctor.model.memory import engine_pool_facts
 
+    if flags.get("speculative"):  # --speculative-config as the launch parses it
+        facts.set("launch.flags.speculative_config", flags["speculative"], "data point")
     facts.set("launch.engine", point["engine"], "data point")
     facts.set("launch.version", point["version"], "data point")
     if point.get("gpu") or point.get("gpu_mem_gib"):  # SGLang keeps its RoPE tables in fp32 on CUDA only
@@ -898,6 +900,27 @@ def test_vllm_takes_the_cuda_graph_estimate_off_the_pool_from_020() -> None:
         return found.cudagraphs
 
     assert graphs("0.19.1") == 0 and graphs("0.20.0") == graphs("0.21.0") == int(0.84 * GIB)
+
+
+@requires_shared
+def test_an_mtp_draft_adds_its_attention_layers_to_vllms_kv_groups() -> None:
+    """vLLM builds an MTP draft into the engine's own config, so its attention layer gets a KV spec and joins the
+    groups (vllm 0.11.1 v1/spec_decode/eagle.py:925-952, v1/worker/gpu_model_runner.py:5054-5065). Nemotron-3-Super
+    with --speculative-config method mtp: 8 attention + 1 draft layer beside 40 Mamba layers make groups of 9 and 45
+    state slots ('Add 5 padding layers' in the vLLM 0.19.2 log): 54 slots of 512 B, the layout the engine logged
+    exactly (1,399,712 tokens from 36.25 GiB), where 48 slots were 13 % off; without the flag nothing changes."""
+    from doctor.model.memory import attention_group_slots, mtp_draft_layers
+
+    point = next(p for p in datapoints() if p["id"] == "dgxspark-bench-nemotron3-super-120b-nvfp4-mtp-gb10")
+    card, facts = _card_and_facts(point)
+    assert attention_group_slots(card) == (48, 8, 8) and attention_group_slots(card, 1) == (54, 9, 9)
+    assert mtp_draft_layers(card, facts)[0] == 1 and facts.get("model.kv_bytes_per_token") == 54 * 512
+    layout = next(r for r in evaluate(point) if r.check == "layout")
+    assert abs(layout.error) < 0.01
+    plain = {**point, "flags": {k: v for k, v in point["flags"].items() if k != "speculative"}}
+    assert _card_and_facts(plain)[1].get("model.kv_bytes_per_token") == 48 * 512
+    eagle = {**point, "flags": {**point["flags"], "speculative": {"method": "eagle3"}}}
+    assert _card_and_facts(eagle)[1].get("model.kv_bytes_per_token") == 48 * 512  # another model's draft: unknown
 
 
 @requires_shared

@@ -402,12 +402,12 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
     return facts
 
 
-def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
+def attention_group_slots(card: ModelCard, draft: int = 0) -> tuple[int, int, int] | None:
     """(layer slots, attention layers, group size) when vLLM V1 splits ``card``'s layer types into equal groups
     sharing one page size: attention layers of one per-layer size whose windows differ, or attention beside
     linear/SSM state layers (each state kind is a type; its page is padded to the attention page, so every state
     layer slot costs one attention layer's bytes per token); None when one type only, or the attention layers'
-    sizes differ (not one uniform page)."""
+    sizes differ (not one uniform page). ``draft``: full-attention layers a speculative draft adds (mtp_draft_layers)."""
     groups = card.kv_groups
     if any(g.kind not in ("attention", "mla") for g in groups) or not groups:
         return None
@@ -416,13 +416,15 @@ def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
     per_type: dict[object, int] = {}
     for g in groups:
         per_type[g.window] = per_type.get(g.window, 0) + g.layers
+    if draft:
+        per_type[None] = per_type.get(None, 0) + draft
     for s in card.states:
         per_type[("state", s.kind)] = per_type.get(("state", s.kind), 0) + s.layers
     if len(per_type) < 2:
         return None
     size = min(per_type.values())
     slots = sum(-(-n // size) * size for n in per_type.values())
-    layers = sum(g.layers for g in groups)
+    layers = sum(g.layers for g in groups) + draft
     return (slots, layers, size) if slots != layers else None
 
 
@@ -468,8 +470,9 @@ def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     from doctor.errors import InputError
     from doctor.model.kvcache import kv_layout
 
-    _, layers, size = slots
-    per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
+    per_layer = base / slots[1]  # one attention layer's bytes per token, at the launch's KV dtype
+    draft, draft_source = mtp_draft_layers(card, facts, engine)
+    _, layers, size = attention_group_slots(card, draft) or slots
     try:
         page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
     except InputError:  # a state layout vLLM's is not modelled for: the per-token layout stands
@@ -490,7 +493,54 @@ def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
             f"({block * per_layer:.0f} B per attention layer, the state page {page} B fits in it), a "
             f"{length}-token request taking {attention_groups} × {-(-length // block)} attention blocks + "
             f"{state_groups} × {state_blocks} state pages ({'align mode: prefix caching' if state_blocks == 2 else 'no prefix caching'}) "
-            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})"
+            + (f"; {draft_source}" if draft else ""))
+    return out
+
+
+def mtp_draft_layers(card: ModelCard, facts: Any, engine: str | None = None) -> tuple[int, str]:
+    """Full-attention layers an MTP speculative draft adds to vLLM's KV cache (engine_memory.yaml mtp_draft_kv):
+    the card's MTP layers when the launch's --speculative-config names an MTP method (every ``*_mtp`` is ``mtp``);
+    (0, "") for another engine, method or release, or a model without MTP layers."""
+    engine = engine or facts.get("launch.engine")
+    spec = facts.get("launch.flags.speculative_config")
+    if engine != "vllm" or not card.mtp_kv_groups or not isinstance(spec, dict):
+        return 0, ""
+    method = str(spec.get("method") or "")
+    found = rule("mtp_draft_kv", "vllm", facts.get("launch.version"))
+    if found is None or not (method == "mtp" or method.endswith("_mtp")):
+        return 0, ""
+    layers = sum(g.layers for g in card.mtp_kv_groups if g.window is None)
+    return layers, (f"the MTP draft's {layers} attention layer(s) join the KV cache (--speculative-config method "
+                    f"{method}; vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+
+
+def mtp_draft_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token with an MTP draft's attention layers (mtp_draft_layers) on a release that reports the
+    pool per layer slot (padded groups: the draft's layer joins the attention type, which can change the group size
+    and the padding) or for a model of one layer type (its per-token KV plus the draft's); the group-aware capacity
+    counts the draft itself (group_aware_facts)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    draft, source = mtp_draft_layers(card, facts, engine)
+    base = facts.get("model.kv_bytes_per_token")
+    if not draft or not isinstance(base, int):
+        return out
+    found = rule("hybrid_attention_groups", "vllm", facts.get("launch.version"))
+    slots = attention_group_slots(card)
+    if slots is not None:
+        drafted = attention_group_slots(card, draft)
+        if found is None or not found.values.get("padded") or drafted is None:
+            return out  # group-aware releases count the draft in group_aware_facts
+        out.set("model.kv_bytes_per_token", round(base / slots[0] * drafted[0]),
+                f"derived: {base} B over {slots[0]} layer slots, {drafted[0]} slots with the draft (groups of "
+                f"{drafted[2]}); {source}")
+        return out
+    extra = facts.get("model.mtp_kv_bytes_per_token")
+    if card.states or not isinstance(extra, int) or not extra:
+        return out
+    out.set("model.kv_bytes_per_token", base + extra, f"derived: {base} B + the draft's {extra} B; {source}")
     return out
 
 
@@ -500,6 +550,8 @@ def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     every TP rank holds whole (replicated_weight_facts). `lint`, `check`, `plan` and the error record call this."""
     out = swa_pool_facts(card, facts, engine)
     out.update(group_aware_facts(card, facts, engine))
+    if "model.kv_bytes_per_token" not in out:
+        out.update(mtp_draft_facts(card, facts, engine))
     out.update(replicated_weight_facts(card, facts, engine))
     return out
 
