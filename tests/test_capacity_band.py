@@ -85,7 +85,7 @@ def test_plan_and_inspect_carry_the_band() -> None:
 
 @requires_shared
 def test_the_cuda_graph_estimate_follows_enforce_eager() -> None:
-    """vLLM ≥ 0.21 takes its CUDA graph estimate off the KV pool (engine_memory.yaml cudagraph_pool); with
+    """vLLM ≥ 0.20 takes its CUDA graph estimate off the KV pool (engine_memory.yaml cudagraph_pool); with
     --enforce-eager there are no graphs, so `check` reserves 0.84 GiB less per GPU."""
     config = str(SHARED_FIXTURES / "configs" / "meta-llama__Meta-Llama-3.1-8B.json")
 

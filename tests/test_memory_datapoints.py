@@ -83,6 +83,8 @@ def _card_and_facts(point: dict[str, Any]) -> tuple[Any, Any]:
     facts.update(float32_facts(card, facts))
     from doctor.model.memory import engine_pool_facts
 
+    if flags.get("speculative"):  # --speculative-config as the launch parses it
+        facts.set("launch.flags.speculative_config", flags["speculative"], "data point")
     facts.set("launch.engine", point["engine"], "data point")
     facts.set("launch.version", point["version"], "data point")
     if point.get("gpu") or point.get("gpu_mem_gib"):  # SGLang keeps its RoPE tables in fp32 on CUDA only
@@ -178,7 +180,7 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
                           enforce_eager=bool(flags.get("enforce_eager")),
                           flashinfer_sampler=bool(flags.get("flashinfer_sampler")),
-                          mxfp4_backend=flags.get("mxfp4_backend"))
+                          mxfp4_backend=flags.get("mxfp4_backend"), cuda_total=gpu.memory_is_cuda_total)
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total - state_pool_per_gpu(facts, layout)
     share = facts.get("engine.kv_pool_share")  # SGLang's Mamba state pool takes the rest (sglang_mamba_pool)
@@ -801,6 +803,124 @@ def test_check_sizes_float32_padding_layers_and_bitsandbytes_from_the_launch() -
     qwen = facts("Qwen__Qwen2.5-7B.json", "vllm serve /models/Qwen2.5-7B-Instruct-bnb-4bit --quantization bitsandbytes")
     assert 5.0 * GIB < qwen["model.weight_bytes"][0] < 5.4 * GIB  # vllm issue 13882 logged 5.20 GiB
     assert "bitsandbytes" in qwen["model.weight_bytes"][1] and "assumed" in qwen["model.weight_bytes"][1]
+
+
+@requires_shared
+def test_gb10_is_sized_from_cudas_own_total() -> None:
+    """NVML reports no memory on a GB10; CUDA reports 121.69 GiB (gpus.yaml cuda_source), and the engines size
+    from CUDA's total: the catalog's memory is that total, with no nvidia-smi-to-CUDA share taken off it. Against
+    the marketed 128 GB, vLLM 0.19.2's Qwen3.6-35B-A3B run (47.55 GiB logged) was +9.2 % and SGLang 0.5.11's two
+    --mem-fraction-static 0.4 runs +15.4 %; a --gpu-mem the user gives is an nvidia-smi reading again."""
+    from doctor.facts import Facts
+    from doctor.hardware.catalog import lookup_gpu
+    from doctor.hardware.spec import catalog_facts
+    from doctor.model.memory import CUDA_UNREPORTED_BYTES, non_kv_facts
+
+    gpu = lookup_gpu("GB10")
+    assert gpu is not None and gpu.memory_is_cuda_total and round(gpu.memory_bytes / GIB, 2) == 121.69
+    h100 = lookup_gpu("H100")
+    assert h100 is not None and not h100.memory_is_cuda_total
+    points = {p["id"]: p for p in datapoints()}
+    for name in ("dgxspark-bench-qwen36-35b-a3b-gb10", "dgx-hijinks-sglang-qwen25-1p5b-bf16-gb10-mfs04",
+                 "dgx-hijinks-sglang-qwen25-1p5b-fp8kv-gb10-mfs04"):
+        full = next(r for r in evaluate(points[name]) if r.check == "full")
+        assert full.within, full
+    card, _ = _card_and_facts(points["dgxspark-bench-qwen36-35b-a3b-gb10"])
+
+    def reserve(memory: int) -> int:
+        facts = Facts()
+        facts.update(catalog_facts(gpu))
+        facts.set("gpu.memory_bytes", memory, "test")
+        for key, value in (("launch.engine", "vllm"), ("launch.version", "0.20.0"), ("launch.tp", 1),
+                           ("launch.mem_fraction", 0.95)):
+            facts.set(key, value, "test")
+        return non_kv_facts(card, facts).get("engine.non_kv_bytes_per_gpu")
+
+    # the catalog's CUDA total: nothing unreported taken off; a user's --gpu-mem: its share × 0.95
+    assert reserve(int(120 * GIB)) - reserve(gpu.memory_bytes) == int(CUDA_UNREPORTED_BYTES * 0.95)
+
+
+@requires_shared
+def test_a_modelopt_checkpoint_without_its_folder_is_priced_at_its_announced_format() -> None:
+    """ModelOpt up to 0.29 declares the format in hf_quant_config.json, which vLLM reads when config.json has no
+    quantization_config (vllm 0.33.0 transformers_utils/config.py:951-962). NVIDIA's Nemotron-3-Super NVFP4
+    config.json alone says nothing, and its weights were priced 16-bit: 225 GiB against the 75.03 GiB vLLM 0.19.2
+    logged with the MTP draft. Where the folder was not read, the checkpoint's name (or --quantization) gives an
+    NVFP4 or FP8 format, said as assumed; a folder read without that file keeps the config's 16-bit."""
+    from doctor.model.architecture import analyze
+    from doctor.model.resolve import model_card
+    from doctor.model.weights import sized_card
+
+    path = SHARED_FIXTURES / "configs" / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    card = model_card(str(path), raw=raw).card
+    assert card.quantization is not None and card.quantization.method == "nvfp4"
+    assert 60 * GIB < card.weight_bytes < 75.03 * GIB and "hf_quant_config.json" in card.weight_detail
+    alone = model_card(str(path), offline=True).card  # a config file alone: nothing beside it was read either
+    assert alone.quantization is not None and alone.weight_bytes == card.weight_bytes
+    plain = analyze(raw, name=str(path), source=str(path))
+    assert sized_card(plain, checkpoint=None, hf_quant=None).quantization is None  # the folder was read
+    awq = sized_card(plain, checkpoint=None, hf_quant=None, hf_quant_unread=True, served_name="x/Model-AWQ")
+    assert awq.quantization is None  # AWQ declares itself in config.json, never beside it
+    point = next(p for p in datapoints() if p["id"] == "dgxspark-bench-nemotron3-super-120b-nvfp4-mtp-gb10")
+    assert next(r for r in evaluate(point) if r.check == "full").predicted > 0  # was -100 %: no room left
+
+
+@requires_shared
+def test_v0_per_head_mla_profile_holds_the_padded_attention() -> None:
+    """vLLM 0.5.1-0.7.0 caches every DeepSeek-V2 head and pads q, k and v to 256 per head in the forward pass (vllm
+    0.6.4 deepseek_v2.py:279-319, 0.5.1 :317-325): the profile's attention holds, per local head, the projected
+    query (192), kv_b_proj's output (256) and four 256-wide tensors — 16 x 1,472 values a token on V2-Lite, where
+    the estimate counted the attention's input and output (2 x hidden, 4,096). The 0.6.4 H100 run (85,968 tokens
+    logged) goes +15.1 -> +14.3 %; the latent layout of 0.7.1 adds nothing."""
+    from doctor.model.memory import per_head_mla_attention
+
+    point = next(p for p in datapoints() if p["id"] == "vllm-pr10927-deepseek-v2-lite-h100-before-mla")
+    card, _ = _card_and_facts(point)
+    elems, source = per_head_mla_attention(card, "vllm", "0.6.4", 1)
+    assert elems == 16 * (192 + 256 + 4 * 256) and "deepseek_v2.py" in source
+    assert per_head_mla_attention(card, "vllm", "0.5.1", 2)[0] == 8 * 1472
+    assert per_head_mla_attention(card, "vllm", "0.7.1", 1) == (0, "")
+    assert next(r for r in evaluate(point) if r.check == "full").within
+
+
+@requires_shared
+def test_vllm_takes_the_cuda_graph_estimate_off_the_pool_from_020() -> None:
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 from vLLM 0.20.0 (envs.py:1724-1726; 0.19.1 :1654-1656
+    defaulted to 0): the jethac/dgx-spark-hijinks 0.20.0 log says its 1.69 GiB estimate is taken off the pool, so
+    the release rule starts there, not at the 0.21 that the engine's own message names."""
+    from doctor.model.memory import non_kv_bytes
+
+    point = next(p for p in datapoints() if p["id"] == "dgx-hijinks-gemma4-26b-a4b-bf16-gb10")
+    card, _ = _card_and_facts(point)
+
+    def graphs(version: str) -> int:
+        found = non_kv_bytes(card, "vllm", version, gpu_name="GB10", gpu_memory_bytes=120 * GIB, gpu_sm=121)
+        assert found is not None
+        return found.cudagraphs
+
+    assert graphs("0.19.1") == 0 and graphs("0.20.0") == graphs("0.21.0") == int(0.84 * GIB)
+
+
+@requires_shared
+def test_an_mtp_draft_adds_its_attention_layers_to_vllms_kv_groups() -> None:
+    """vLLM builds an MTP draft into the engine's own config, so its attention layer gets a KV spec and joins the
+    groups (vllm 0.11.1 v1/spec_decode/eagle.py:925-952, v1/worker/gpu_model_runner.py:5054-5065). Nemotron-3-Super
+    with --speculative-config method mtp: 8 attention + 1 draft layer beside 40 Mamba layers make groups of 9 and 45
+    state slots ('Add 5 padding layers' in the vLLM 0.19.2 log): 54 slots of 512 B, the layout the engine logged
+    exactly (1,399,712 tokens from 36.25 GiB), where 48 slots were 13 % off; without the flag nothing changes."""
+    from doctor.model.memory import attention_group_slots, mtp_draft_layers
+
+    point = next(p for p in datapoints() if p["id"] == "dgxspark-bench-nemotron3-super-120b-nvfp4-mtp-gb10")
+    card, facts = _card_and_facts(point)
+    assert attention_group_slots(card) == (48, 8, 8) and attention_group_slots(card, 1) == (54, 9, 9)
+    assert mtp_draft_layers(card, facts)[0] == 1 and facts.get("model.kv_bytes_per_token") == 54 * 512
+    layout = next(r for r in evaluate(point) if r.check == "layout")
+    assert abs(layout.error) < 0.01
+    plain = {**point, "flags": {k: v for k, v in point["flags"].items() if k != "speculative"}}
+    assert _card_and_facts(plain)[1].get("model.kv_bytes_per_token") == 48 * 512
+    eagle = {**point, "flags": {**point["flags"], "speculative": {"method": "eagle3"}}}
+    assert _card_and_facts(eagle)[1].get("model.kv_bytes_per_token") == 48 * 512  # another model's draft: unknown
 
 
 @requires_shared

@@ -37,9 +37,19 @@ _CLASSES = ("datacenter", "workstation")
 _INTERCONNECTS = ("nvlink", "pcie", "xgmi", "none")
 
 
+#: memory_basis of an entry sized by the total CUDA reports (gpus.yaml cuda_memory_mib), not nvidia-smi's
+CUDA_BASIS = "CUDA total"
+
+
 @dataclass(frozen=True)
 class GpuModel:
     """One catalog entry. ``memory_bytes`` is what the planner sizes with (see ``memory_basis``)."""
+
+    @property
+    def memory_is_cuda_total(self) -> bool:
+        """The memory is CUDA's own total (a unified-memory part NVML reports nothing for), so the share
+        nvidia-smi counts and CUDA does not hand out is already off it (memory.CUDA_UNREPORTED_BYTES)."""
+        return self.memory_basis.startswith(CUDA_BASIS)
 
     name: str
     full_name: str
@@ -88,11 +98,15 @@ def _entry(raw: dict[str, Any], where: str) -> GpuModel:
     smi_mib = raw.get("smi_memory_mib")
     if smi_mib is not None and not raw.get("smi_source"):
         raise InputError(f"{CATALOG_PATH.name}: {where}: smi_memory_mib without smi_source")
+    cuda_mib = raw.get("cuda_memory_mib")
+    if cuda_mib is not None and not raw.get("cuda_source"):
+        raise InputError(f"{CATALOG_PATH.name}: {where}: cuda_memory_mib without cuda_source")
     return GpuModel(
         name=raw["name"], full_name=raw["full_name"], vendor=raw["vendor"], arch=raw["arch"],
         sm=raw.get("sm"), gfx=raw.get("gfx"), memory_gb=raw["memory_gb"],
-        memory_bytes=int(smi_mib) * 2**20 if smi_mib else int(raw["memory_gb"] * 2**30),
-        memory_basis=f"nvidia-smi {smi_mib} MiB" if smi_mib else f"marketed {raw['memory_gb']} GB",
+        memory_bytes=int(cuda_mib or smi_mib or 0) * 2**20 or int(raw["memory_gb"] * 2**30),
+        memory_basis=(f"{CUDA_BASIS} {cuda_mib} MiB" if cuda_mib else f"nvidia-smi {smi_mib} MiB" if smi_mib
+                      else f"marketed {raw['memory_gb']} GB"),
         bandwidth_gbps=raw["bandwidth_gbps"], bf16_tflops=raw.get("bf16_tflops"),
         fp8_tflops=raw.get("fp8_tflops"), fp8=raw["fp8"], nvfp4=raw["nvfp4"], mxfp4=raw["mxfp4"],
         gpu_class=raw["class"], interconnect=raw["interconnect"], nvlink_domain=raw.get("nvlink_domain"),

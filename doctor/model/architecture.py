@@ -174,6 +174,8 @@ class _Analysis:
             evidence=tuple(self.evidence), notes=tuple(self.notes),
             kv_lora_rank=kv_lora.value if is_mla else None,
             qk_rope_head_dim=self._int_value("qk_rope_head_dim") if (is_mla or dsv4) else None,
+            qk_nope_head_dim=self._int_value("qk_nope_head_dim") if is_mla else None,
+            mla_v_head_dim=self._int_value("v_head_dim") if is_mla else None,
             index_topk=self._int_value("index_topk") if (is_dsa or dsv4) else None,
             index_head_dim=self._int_value("index_head_dim") if (is_dsa or dsv4) else None,
             sliding_window=plan.sliding_window, chunk_size=plan.chunk_size, text_prefix=v.prefix,

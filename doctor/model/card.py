@@ -162,6 +162,10 @@ class ModelCard:
     notes: tuple[str, ...] = ()
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    #: an MLA model's per-head query/key width without RoPE, and its value width (what a release that caches every
+    #: head computes per head)
+    qk_nope_head_dim: int | None = None
+    mla_v_head_dim: int | None = None
     index_topk: int | None = None
     index_head_dim: int | None = None
     sliding_window: int | None = None

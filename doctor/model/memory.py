@@ -122,7 +122,7 @@ class NonKV:
     #: the share of the memory CUDA does not report (CUDA_UNREPORTED_BYTES × fraction): the fraction applies to
     #: cudaMemGetInfo's total, the GPU's memory here is nvidia-smi's
     unreported: int = 0
-    #: the CUDA graph memory a release takes off the KV pool before sizing it (vLLM ≥ 0.21; 0 with --enforce-eager)
+    #: the CUDA graph memory a release takes off the KV pool before sizing it (vLLM ≥ 0.20; 0 with --enforce-eager)
     cudagraphs: int = 0
 
     @property
@@ -162,7 +162,7 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
                  enforce_eager: bool = False, flashinfer_sampler: bool = False,
-                 mxfp4_backend: str | None = None) -> NonKV | None:
+                 mxfp4_backend: str | None = None, cuda_total: bool = False) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
@@ -171,9 +171,12 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     fabric (NCCL's buffers there, NVSWITCH_TP_BYTES, when TP or EP spans GPUs). ``enforce_eager``: no CUDA graphs,
     so a release that takes their memory off the pool takes nothing. ``flashinfer_sampler``: the launch runs
     FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
-    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes)."""
+    the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes).
+    ``cuda_total``: ``gpu_memory_bytes`` is CUDA's own total (GpuModel.memory_is_cuda_total), so nothing of
+    CUDA_UNREPORTED_BYTES is taken off."""
+    unreported = 0 if cuda_total else CUDA_UNREPORTED_BYTES
     if engine == "sglang":
-        return _sglang_non_kv(version, mem_fraction)
+        return _sglang_non_kv(version, mem_fraction, unreported)
     if engine != "vllm":
         return None
     found = rule("profile", engine, version)
@@ -189,7 +192,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         max_num_seqs = int(tier.get("max_num_seqs", 256))
     max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
     width = mlp_width_per_token(card)
-    per_token = _ACT_BYTES * (4 * card.hidden_size + 3 * width / tp)
+    attention, attention_source = per_head_mla_attention(card, engine, version, tp)
+    per_token = _ACT_BYTES * (2 * card.hidden_size + (attention or 2 * card.hidden_size) + 3 * width / tp)
     activation = int(max_num_batched_tokens * per_token) + moe_output_bytes(card, max_num_batched_tokens)
     dequant, dequant_source = bnb4_dequant_bytes(card, engine, version, max_num_batched_tokens, tp)
     activation += dequant
@@ -218,7 +222,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                     + (" (FlashInfer's sampler)" if flashinfer_sampler and rows else "") if rows else "")
                  + f" + non-torch {non_torch / GIB:.2f} GiB"
                  + (" (NCCL on an NVSwitch fabric with TP or EP > 1: measured ~1.8 GiB per rank)" if fabric else "")
-                 + " + the memory CUDA does not report × the fraction"
+                 + (" + the memory CUDA does not report × the fraction" if unreported else
+                    " (the GPU's memory is CUDA's own total)")
                  + ("; the multimodal encoder's profile (encoder cache budget) is not modelled: with images "
                     "allowed the KV is lower still" if card.multimodal else "")
                  + ("; --enforce-eager: no CUDA graphs to take off the KV pool" if taken_off and enforce_eager else
@@ -230,8 +235,31 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  + f" ({engine} {version or 'newest'}: {found.evidence})"
                  + (f"; {padding_source}" if padding else "")
                  + (f"; {dequant_source}" if dequant else "")
-                 + (f"; {state_source}" if state else ""), padding, state, int(CUDA_UNREPORTED_BYTES * fraction),
+                 + (f"; {attention_source}" if attention else "")
+                 + (f"; {state_source}" if state else ""), padding, state, int(unreported * fraction),
                  cudagraphs)
+
+
+def per_head_mla_attention(card: ModelCard, engine: str, version: str | None, tp: int) -> tuple[int, str]:
+    """Elements one token's attention holds per GPU in the profile pass of a release that caches every head of an
+    MLA model (engine_memory.yaml mla_kv ``profile_attention``: the projected query, kv_b_proj's output and the
+    padded query, key, value and output, per local head), where the activation estimate otherwise counts the
+    attention's input and output (2 × hidden); (0, "") for any other model or release."""
+    if card.kv_lora_rank is None or not card.qk_nope_head_dim or card.mla_v_head_dim is None:
+        return 0, ""
+    found = rule("mla_kv", engine, version)
+    widths = ((found.values.get("profile_attention") or {}).get("per_head") if found is not None else None)
+    if not widths:
+        return 0, ""
+    named = {"qk_head_dim": card.qk_nope_head_dim + int(card.qk_rope_head_dim or 0),
+             "qk_nope_plus_v": card.qk_nope_head_dim + card.mla_v_head_dim,
+             "head_size": int(found.values["head_size"]) if str(found.values["head_size"]).isdigit() else 0}
+    per_head = sum(named[w] for w in widths)
+    heads = -(-card.attention_heads // max(1, tp))
+    elems = heads * per_head
+    return elems, (f"per-head MLA attention in the profile: {heads} heads × {per_head} values per token "
+                   f"(q at qk_head_dim, kv_b_proj's output, q/k/v and output padded to "
+                   f"{named['head_size']}) ({engine} {version or 'newest'}: {found.evidence})")
 
 
 def on_nvswitch(interconnect: str | None, nvlink_domain: int | None) -> bool:
@@ -332,21 +360,21 @@ def mxfp4_padding_bytes(card: ModelCard, engine: str, version: str | None, *, tp
                      f"{assumed} ({engine} {version or 'newest'}: {found.evidence})")
 
 
-def _sglang_non_kv(version: str | None, mem_fraction: float | None) -> NonKV | None:
+def _sglang_non_kv(version: str | None, mem_fraction: float | None, unreported: int) -> NonKV | None:
     found = rule("sglang_pool", "sglang", version)
     if found is None or mem_fraction is None or not 0 < mem_fraction <= 1:
         return None
     inside = int(NON_TORCH_BYTES * mem_fraction)
     return NonKV(0, 0, inside, 0, 0,
                  f"estimate: CUDA context and NCCL ({NON_TORCH_BYTES / GIB:.1f} GiB) and the memory CUDA does not "
-                 f"report ({CUDA_UNREPORTED_BYTES / 2**20:.0f} MiB) × mem_fraction_static {mem_fraction}: the "
+                 f"report ({unreported / 2**20:.0f} MiB) × mem_fraction_static {mem_fraction}: the "
                  "fraction applies to the memory free after them; activations"
                  + (" live" if found.values.get("cudagraphs_in_pool") else " and CUDA graphs live")
                  + " outside it"
                  + ("; CUDA graph memory is taken off the pool after capture (not modelled: the KV estimate is an "
                     "upper bound)" if found.values.get("cudagraphs_in_pool") else "")
                  + f" (sglang {version or 'newest'}: {found.evidence})",
-                 unreported=int(CUDA_UNREPORTED_BYTES * mem_fraction))
+                 unreported=int(unreported * mem_fraction))
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
@@ -374,12 +402,12 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
     return facts
 
 
-def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
+def attention_group_slots(card: ModelCard, draft: int = 0) -> tuple[int, int, int] | None:
     """(layer slots, attention layers, group size) when vLLM V1 splits ``card``'s layer types into equal groups
     sharing one page size: attention layers of one per-layer size whose windows differ, or attention beside
     linear/SSM state layers (each state kind is a type; its page is padded to the attention page, so every state
     layer slot costs one attention layer's bytes per token); None when one type only, or the attention layers'
-    sizes differ (not one uniform page)."""
+    sizes differ (not one uniform page). ``draft``: full-attention layers a speculative draft adds (mtp_draft_layers)."""
     groups = card.kv_groups
     if any(g.kind not in ("attention", "mla") for g in groups) or not groups:
         return None
@@ -388,13 +416,15 @@ def attention_group_slots(card: ModelCard) -> tuple[int, int, int] | None:
     per_type: dict[object, int] = {}
     for g in groups:
         per_type[g.window] = per_type.get(g.window, 0) + g.layers
+    if draft:
+        per_type[None] = per_type.get(None, 0) + draft
     for s in card.states:
         per_type[("state", s.kind)] = per_type.get(("state", s.kind), 0) + s.layers
     if len(per_type) < 2:
         return None
     size = min(per_type.values())
     slots = sum(-(-n // size) * size for n in per_type.values())
-    layers = sum(g.layers for g in groups)
+    layers = sum(g.layers for g in groups) + draft
     return (slots, layers, size) if slots != layers else None
 
 
@@ -440,8 +470,9 @@ def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     from doctor.errors import InputError
     from doctor.model.kvcache import kv_layout
 
-    _, layers, size = slots
-    per_layer = base / layers  # one attention layer's bytes per token, at the launch's KV dtype
+    per_layer = base / slots[1]  # one attention layer's bytes per token, at the launch's KV dtype
+    draft, draft_source = mtp_draft_layers(card, facts, engine)
+    _, layers, size = attention_group_slots(card, draft) or slots
     try:
         page = max(s.bytes_per_sequence for s in kv_layout(card, "auto", "vllm").states)
     except InputError:  # a state layout vLLM's is not modelled for: the per-token layout stands
@@ -462,7 +493,54 @@ def group_aware_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
             f"({block * per_layer:.0f} B per attention layer, the state page {page} B fits in it), a "
             f"{length}-token request taking {attention_groups} × {-(-length // block)} attention blocks + "
             f"{state_groups} × {state_blocks} state pages ({'align mode: prefix caching' if state_blocks == 2 else 'no prefix caching'}) "
-            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+            f"(vllm {facts.get('launch.version') or 'newest'}: {found.evidence})"
+            + (f"; {draft_source}" if draft else ""))
+    return out
+
+
+def mtp_draft_layers(card: ModelCard, facts: Any, engine: str | None = None) -> tuple[int, str]:
+    """Full-attention layers an MTP speculative draft adds to vLLM's KV cache (engine_memory.yaml mtp_draft_kv):
+    the card's MTP layers when the launch's --speculative-config names an MTP method (every ``*_mtp`` is ``mtp``);
+    (0, "") for another engine, method or release, or a model without MTP layers."""
+    engine = engine or facts.get("launch.engine")
+    spec = facts.get("launch.flags.speculative_config")
+    if engine != "vllm" or not card.mtp_kv_groups or not isinstance(spec, dict):
+        return 0, ""
+    method = str(spec.get("method") or "")
+    found = rule("mtp_draft_kv", "vllm", facts.get("launch.version"))
+    if found is None or not (method == "mtp" or method.endswith("_mtp")):
+        return 0, ""
+    layers = sum(g.layers for g in card.mtp_kv_groups if g.window is None)
+    return layers, (f"the MTP draft's {layers} attention layer(s) join the KV cache (--speculative-config method "
+                    f"{method}; vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+
+
+def mtp_draft_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.kv_bytes_per_token with an MTP draft's attention layers (mtp_draft_layers) on a release that reports the
+    pool per layer slot (padded groups: the draft's layer joins the attention type, which can change the group size
+    and the padding) or for a model of one layer type (its per-token KV plus the draft's); the group-aware capacity
+    counts the draft itself (group_aware_facts)."""
+    from doctor.facts import Facts
+
+    out = Facts()
+    draft, source = mtp_draft_layers(card, facts, engine)
+    base = facts.get("model.kv_bytes_per_token")
+    if not draft or not isinstance(base, int):
+        return out
+    found = rule("hybrid_attention_groups", "vllm", facts.get("launch.version"))
+    slots = attention_group_slots(card)
+    if slots is not None:
+        drafted = attention_group_slots(card, draft)
+        if found is None or not found.values.get("padded") or drafted is None:
+            return out  # group-aware releases count the draft in group_aware_facts
+        out.set("model.kv_bytes_per_token", round(base / slots[0] * drafted[0]),
+                f"derived: {base} B over {slots[0]} layer slots, {drafted[0]} slots with the draft (groups of "
+                f"{drafted[2]}); {source}")
+        return out
+    extra = facts.get("model.mtp_kv_bytes_per_token")
+    if card.states or not isinstance(extra, int) or not extra:
+        return out
+    out.set("model.kv_bytes_per_token", base + extra, f"derived: {base} B + the draft's {extra} B; {source}")
     return out
 
 
@@ -472,6 +550,8 @@ def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     every TP rank holds whole (replicated_weight_facts). `lint`, `check`, `plan` and the error record call this."""
     out = swa_pool_facts(card, facts, engine)
     out.update(group_aware_facts(card, facts, engine))
+    if "model.kv_bytes_per_token" not in out:
+        out.update(mtp_draft_facts(card, facts, engine))
     out.update(replicated_weight_facts(card, facts, engine))
     return out
 
@@ -611,13 +691,23 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                             flashinfer_sampler=(str(facts.get("launch.env.VLLM_USE_FLASHINFER_SAMPLER")) == "1"
                                                 or facts.get("log.sampler") == "flashinfer"),
                             mxfp4_backend=facts.get("log.mxfp4_backend")
-                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None))
+                            or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None),
+                            cuda_total=_cuda_total(facts))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
         return out
     out.set("engine.non_kv_bytes_per_gpu", estimate.total, estimate.source)
     return out
+
+
+def _cuda_total(facts: Any) -> bool:
+    """gpu.memory_bytes is the catalog's CUDA total for this GPU (not a --gpu-mem the user gave)."""
+    from doctor.hardware.catalog import lookup_gpu
+
+    name = facts.get("gpu.name")
+    gpu = lookup_gpu(name) if isinstance(name, str) and name else None
+    return gpu is not None and gpu.memory_is_cuda_total and gpu.memory_bytes == facts.get("gpu.memory_bytes")
 
 
 def _mem_fraction(facts: Any) -> float | None:

@@ -61,6 +61,13 @@ class ResolvedModel:
     chat_template: bool | None = None
     chat_template_source: str = ""
 
+    @property
+    def side_files_read(self) -> bool:
+        """The files beside config.json (hf_quant_config.json among them) were looked for: a checkpoint folder or
+        a Hub repo, not a config file alone or content given without its folder (_with_side_files)."""
+        path = self.config.path
+        return self.directory is not None and path is not None and path.name == "config.json"
+
 
 def offline_mode(offline: bool = False) -> bool:
     """``--offline``, or the environment huggingface_hub itself honours (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE)."""
@@ -448,7 +455,8 @@ def model_card(spec: str, *, raw: dict[str, Any] | None = None, offline: bool = 
                    else resolved.where)
     same, why = same_checkpoint(served_name, loaded.name or spec)
     card = sized_card(card, checkpoint=resolved.weights, hf_quant=resolved.hf_quant, same_checkpoint=same,
-                      served_name=served_name, launch_quantization=launch_quantization)
+                      served_name=served_name, launch_quantization=launch_quantization,
+                      hf_quant_unread=not resolved.side_files_read)
     if card.weight_source == "estimate" and same and resolved.weights_note:
         card = replace(card, weight_detail=f"{card.weight_detail} (not exact: {resolved.weights_note})")
     return SizedModel(card, resolved, same, why)

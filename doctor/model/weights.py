@@ -206,19 +206,42 @@ def served_format(*, config_method: str | None, served_name: str | None, launch_
     return None
 
 
+#: The formats ModelOpt declares in hf_quant_config.json (hf_quant_format): releases up to 0.29 wrote the
+#: quantization there and not into config.json, and vLLM reads that file when config.json has no
+#: quantization_config (vllm 0.33.0 transformers_utils/config.py:951-962).
+MODELOPT_SIDE_FORMATS = ("nvfp4", "fp8")
+
+
+def _modelopt_side_format(name: str | None, launch_quantization: str | None) -> tuple[str, str] | None:
+    """The served format of a checkpoint whose own config.json declares no quantization, where its folder (and so
+    a ModelOpt hf_quant_config.json) was not at hand: what --quantization or the checkpoint's name announces, when
+    that is a format ModelOpt declares beside the config (MODELOPT_SIDE_FORMATS); None otherwise."""
+    found = served_format(config_method=None, served_name=name, launch_quantization=launch_quantization,
+                          hf_quant=None)
+    if found is None or found[0] not in MODELOPT_SIDE_FORMATS:
+        return None
+    return found[0], (f"{found[1]}; the config declares no quantization and its folder was not read, where a "
+                      "ModelOpt export keeps it in hf_quant_config.json (vllm 0.33.0 "
+                      "transformers_utils/config.py:951-962)")
+
+
 def sized_card(card: ModelCard, *, checkpoint: CheckpointWeights | None, hf_quant: dict[str, Any] | None,
                same_checkpoint: bool = True, served_name: str | None = None,
-               launch_quantization: str | None = None) -> ModelCard:
+               launch_quantization: str | None = None, hf_quant_unread: bool = False) -> ModelCard:
     """The one place a card's weights are settled (inspect, plan, lint and check all come here).
 
     The served checkpoint's own safetensors headers are exact. A config that is the checkpoint's own but says
     nothing of a quantization that ModelOpt's hf_quant_config.json declares is priced at that format. A config
     that is a base model's (not the served checkpoint's) is priced at what the served one announces —
     --quantization, or its name — and says it assumed so; its own safetensors (the base weights) are not used.
+    ``hf_quant_unread``: the config came without its checkpoint folder, so whether a ModelOpt
+    hf_quant_config.json sits beside it is unknown (_modelopt_side_format).
     """
     own = card.quantization.weight_format if card.quantization else None
     if same_checkpoint:
         served = served_format(config_method=own, served_name=None, launch_quantization=None, hf_quant=hf_quant)
+        if served is None and own is None and hf_quant_unread:
+            served = _modelopt_side_format(served_name or card.source, launch_quantization)
         if served is not None:
             sized = with_served_format(card, *served)
             card = replace(sized, quantization=_SERVED[served[0]], weight_detail=sized.weight_detail.replace(

@@ -167,7 +167,9 @@ class Sizer:
         reserved = non_kv_bytes(self.card, engine, None, tp=layout.attn_tp, gpu_name=self.gpu_name,
                                 gpu_memory_bytes=self.memory, mem_fraction=fraction,
                                 gpu_sm=gpu.sm if gpu is not None else None, ep=layout.ep,
-                                nvswitch=gpu is not None and on_nvswitch(gpu.interconnect, gpu.nvlink_domain))
+                                nvswitch=gpu is not None and on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
+                                cuda_total=gpu is not None and gpu.memory_is_cuda_total
+                                and gpu.memory_bytes == self.memory)
         result = fit_layout(facts, layout, self.memory, fraction, reserved.total if reserved else 0.0)
         return Capacity(engine, kv.kv_dtype, result, kv, context, layout.kv_groups, replicas, self.card.max_context)
 
