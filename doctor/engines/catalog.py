@@ -176,14 +176,15 @@ class FlagSpec:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FlagSpec:
+        return cls.from_fields(cls.fields_of(d))
+
+    @staticmethod
+    def fields_of(d: dict[str, Any]) -> dict[str, Any]:
+        """Every field's value from a catalog's flag entry (defaults filled, lists as tuples): plain data, so a
+        release's flags are kept in this form between runs (``_load_json``)."""
         choices = d.get("choices")
         values = d.get("values")
-        # Every field set at once, as the generated __init__ would set them one by one through
-        # object.__setattr__ (the frozen dataclass's way): a release has 300-500 flags and every command that
-        # parses a launch builds them all, ~15 M instructions through __init__ (tests/test_catalog.py checks that
-        # each field is set).
-        spec = object.__new__(cls)
-        spec.__dict__.update(
+        return dict(
             dest=d["dest"], options=tuple(d["options"]), action=d.get("action", "store"),
             takes_value=bool(d.get("takes_value", True)), type=d.get("type"), nargs=d.get("nargs"),
             default=d.get("default"), default_known=not d.get("default_unknown", False),
@@ -195,6 +196,15 @@ class FlagSpec:
             field=d.get("field"), evidence_from=d.get("evidence_from"),
             launchers=tuple(d["launchers"]) if isinstance(d.get("launchers"), list) else None,
         )
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> FlagSpec:
+        # Every field set at once, as the generated __init__ would set them one by one through
+        # object.__setattr__ (the frozen dataclass's way): a release has 300-500 flags and every command that
+        # parses a launch builds them all, ~15 M instructions through __init__ (tests/test_catalog.py checks that
+        # each field is set).
+        spec = object.__new__(cls)
+        spec.__dict__.update(fields)
         return spec
 
 
@@ -416,8 +426,16 @@ def _load_json(engine: str, version: str) -> dict[str, Any]:
     from doctor.engines import history
 
     path = history_path(engine)
-    return cached(f"engines.catalog.{engine}-{version}", [path, Path(history.__file__)],
-                  lambda: history.view(_history(engine), version))
+    return cached(f"engines.catalog.{engine}-{version}", [path, Path(history.__file__), Path(__file__)],
+                  lambda: _view(engine, version))
+
+
+def _view(engine: str, version: str) -> dict[str, Any]:
+    """One release's view, its flags already as FlagSpec fields (``FlagSpec.fields_of``)."""
+    from doctor.engines import history
+
+    view = history.view(_history(engine), version)
+    return {**view, "flags": [FlagSpec.fields_of(d) for d in view.get("flags", [])]}
 
 
 @cache
@@ -464,7 +482,7 @@ def _launcher_flags(engine: str, version: str, launcher: str) -> tuple[tuple[Fla
 
 @cache
 def _flag_specs(engine: str, version: str) -> tuple[FlagSpec, ...]:
-    return tuple(FlagSpec.from_json(d) for d in _load_json(engine, version).get("flags", []))
+    return tuple(FlagSpec.from_fields(d) for d in _load_json(engine, version).get("flags", []))
 
 
 @cache
