@@ -397,27 +397,24 @@ def test_a_transformers_refusal_keeps_engine_too_old_first(tmp_path: Path) -> No
     assert named[:2] == ["engine-too-old", "transformers-too-old-for-architecture"]
 
 
-@pytest.mark.parametrize("line", [
-    "ModuleNotFoundError: No module named 'vllm.inputs.data'",  # a submodule: a version question (i421)
-    "ModuleNotFoundError: No module named 'vllm_ascend'",
-    "ImportError: cannot import name 'LLM' from 'vllm' (/usr/lib/python3/site-packages/vllm/__init__.py)",
-    "ImportError: cannot import name '_set_default_torch_dtype' from 'vllm.model_executor.model_loader'",
+@pytest.mark.parametrize(("cause", "line"), [
+    # the engine's own package, found and built: a version question, not an incomplete install
+    ("engine-package-incomplete", "ModuleNotFoundError: No module named 'vllm.inputs.data'"),  # a submodule (i421)
+    ("engine-package-incomplete", "ModuleNotFoundError: No module named 'vllm_ascend'"),
+    ("engine-package-incomplete",
+     "ImportError: cannot import name 'LLM' from 'vllm' (/usr/lib/python3/site-packages/vllm/__init__.py)"),
+    ("engine-package-incomplete",
+     "ImportError: cannot import name '_set_default_torch_dtype' from 'vllm.model_executor.model_loader'"),
+    # a warm-up answered by the engine itself: no proxy in the way
+    ("http-proxy-intercepts-warmup", "AssertionError: res=<Response [500]>, res.text='Internal Server Error'"),
+    ("http-proxy-intercepts-warmup", "AssertionError: res=<Response [200]>"),
+    ("http-proxy-intercepts-warmup",
+     "INFO:     127.0.0.1:40000 - \"GET /model_info HTTP/1.1\" 503 Service Unavailable"),
 ])
-def test_the_engines_own_package_found_and_built_is_not_incomplete(line: str, tmp_path: Path) -> None:
+def test_a_line_that_only_looks_like_the_class_does_not_name_it(cause: str, line: str, tmp_path: Path) -> None:
     path = tmp_path / "x.log"
     path.write_text(line + "\n", encoding="utf-8")
-    assert "engine-package-incomplete" not in _causes(path)
-
-
-@pytest.mark.parametrize("line", [
-    "AssertionError: res=<Response [500]>, res.text='Internal Server Error'",  # the engine's own error
-    "AssertionError: res=<Response [200]>",
-    "INFO:     127.0.0.1:40000 - \"GET /model_info HTTP/1.1\" 503 Service Unavailable",
-])
-def test_a_warmup_answered_by_the_engine_itself_is_no_proxy(line: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.log"
-    path.write_text(line + "\n", encoding="utf-8")
-    assert "http-proxy-intercepts-warmup" not in _causes(path)
+    assert cause not in _causes(path)
 
 
 @pytest.mark.parametrize("name", ["sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"])
