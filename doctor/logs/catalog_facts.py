@@ -45,6 +45,12 @@ def refusal(m: TemplateMatch) -> str:
     site = m.sites[0] if m.sites else None
     if site is None:
         return f'the engine\'s "{m.text[:120]}"'
+    if site.kind == "curated":  # compiled into a lower layer (tools/errors_curated.yaml): its source, not a guard
+        out = f"{site.function} prints it ({site.file.split(' (', 1)[0]})"
+        values = [f"{p['hole']}={redact_text(str(v))[:60]}" for p, v in
+                  zip([p for p in load(m.catalog).templates[m.template]["parts"] if not isinstance(p, str)],  # type: ignore[union-attr]
+                      m.ordered, strict=False) if str(v).strip() and p["hole"] != "rest"]
+        return out + ("; the message printed " + ", ".join(values) if values else "")
     releases = f"{m.since}–{m.until}" if m.since != m.until else m.since
     where = f"{site.where} ({site.function}, {m.catalog} {releases})"
     guard = " ".join((site.guard or "").split())
