@@ -160,3 +160,42 @@ def test_engine_pins_are_facts_only_where_a_lower_layer_spoke() -> None:
     assert facts.get("engine.pins.tokenizers") == ">=0.21.1" and facts.get("engine.pins.torch") == "==2.8.0"
     assert "vllm-0.11.0-" in facts.fact("engine.pins.torch").source
     assert "engine.pins.torch" not in derive(PUBLIC / "vllm-no-kv-memory.log")
+
+
+def test_a_lower_message_is_set_against_what_the_engine_release_installs() -> None:
+    """A transformers refusal from a real incident (bench/incidents/i093: vLLM 0.6.3 and Qwen3-MoE): the message was
+    read from transformers 5.19.0's wheel; the finding says what vLLM 0.6.3's wheel requires (>=4.45.0) and whether
+    the release read is within it."""
+    import yaml
+
+    from doctor.logs.catalog_facts import catalog_facts
+
+    incident = yaml.safe_load((ROOT / "bench" / "incidents" / "i093-vllm-19793.yaml").read_text())
+    out: dict = {}
+    catalog_facts(incident["evidence"]["log"].splitlines(), "vllm", incident["version"],
+                  lambda key, value, _source: out.__setitem__(key, value))
+    match = next(m for m in out["log.catalog.matches"] if m["catalog"] == "lower")
+    expected = "vllm 0.6.3 requires transformers >=4.45.0; this message was read from transformers 5.19.0 (within it)"
+    assert match["pinned"] == expected and out["log.refusal.engine_too_old"].endswith(expected)
+
+
+@pytest.mark.parametrize("version,spec,ok", [
+    ("5.19.0", "<5.21.0,>=5.16.1", True), ("5.21.0", "<5.21.0,>=5.16.1", False),
+    ("5.0.3", "!=5.0.*,>=4.56.0", False), ("4.56.1", "!=5.0.*,>=4.56.0", True),
+    ("0.7.2", "==0.7.2.post1", False), ("1.2.3", "~=1.2", True), ("1.3", "~=1.2.0", False),
+    ("2.8.0", '==2.8.0; platform_system == "Linux"', True), ("2.8.0", "===2.8.0", None),
+])
+def test_a_requirement_is_read_as_pip_reads_it(version: str, spec: str, ok: bool | None) -> None:
+    """The specifiers the pins hold (every one in pins.json is of these forms), compared as PEP 440 does."""
+    from doctor.engines.pins import satisfies
+
+    assert satisfies(version, spec) is ok
+
+
+def test_every_recorded_requirement_is_one_the_comparison_reads() -> None:
+    from doctor.engines.pins import satisfies
+
+    table = json.loads((ROOT / "doctor" / "engines" / "pins.json").read_text())
+    specs = {r["spec"] for releases in table["engines"].values() for read in releases.values()
+             for reqs in read["requires"].values() for r in reqs if r["spec"]}
+    assert specs and not [s for s in specs if satisfies("1.0", s) is None]

@@ -28,17 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from doctor.engines.pins import PACKAGES  # noqa: E402
 from tools.catalog_gen.wheel import find_wheel  # noqa: E402
 from tools.gen_catalog import shipped_versions  # noqa: E402
 
 OUT = ROOT / "doctor" / "engines" / "pins.json"
 DEFAULT_WHEEL_DIR = Path.home() / ".cache" / "llmdoctor-wheels"
-# canonical distribution name -> the name the table keeps (FlashInfer was published as `flashinfer` first, then
-# `flashinfer-python`; FlashAttention 4 as `flash-attn-4`)
-PACKAGES = {"torch": "torch", "transformers": "transformers", "tokenizers": "tokenizers", "triton": "triton",
-            "xformers": "xformers", "flashinfer": "flashinfer", "flashinfer-python": "flashinfer",
-            "ray": "ray", "flash-attn": "flash-attn", "flash-attn-4": "flash-attn-4", "sgl-kernel": "sgl-kernel",
-            "pydantic": "pydantic"}
 PLATFORMS = ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64", "manylinux_2_24_x86_64",
              "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64", "manylinux_2_35_x86_64",
              "manylinux_2_39_x86_64"]

@@ -9,11 +9,23 @@ only when a fact or a finding asks for it (one small JSON file, cached once per 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from doctor.versions import release as release_of
+from doctor.versions import version_key
+
 DATA_PATH = Path(__file__).with_name("pins.json")
+#: canonical distribution name -> the name the table keeps (FlashInfer was published as ``flashinfer`` first, then
+#: ``flashinfer-python``); tools/gen_engine_pins.py keeps these packages, the lower error table names its wheels by
+#: distribution (``flashinfer-python-0.7.2.post1``)
+PACKAGES = {"torch": "torch", "transformers": "transformers", "tokenizers": "tokenizers", "triton": "triton",
+            "xformers": "xformers", "flashinfer": "flashinfer", "flashinfer-python": "flashinfer",
+            "ray": "ray", "flash-attn": "flash-attn", "flash-attn-4": "flash-attn-4", "sgl-kernel": "sgl-kernel",
+            "pydantic": "pydantic"}
+_CLAUSE = re.compile(r"^(==|!=|>=|<=|~=|>|<)\s*([0-9][0-9A-Za-z.+*-]*)$")
 #: The extras an engine's documented install brings (``pip install vllm``; ``pip install "sglang[all]"`` whose
 #: server dependencies SGLang lists under ``srt`` and, up to 0.4, ``runtime_common``).
 DEFAULT_EXTRAS = {"vllm": ("",), "sglang": ("", "srt", "runtime-common", "all")}
@@ -51,3 +63,62 @@ def source(engine: str, version: str | None) -> str:
     """Where the pins of ``engine==version`` were read (the wheel and its METADATA), for a fact's source."""
     found = release(engine, version)
     return f"{engine} {version} Requires-Dist ({found['source']}; doctor/engines/pins.json)" if found else ""
+
+
+def satisfies(version: str, spec: str) -> bool | None:
+    """Whether ``version`` meets a Requires-Dist specifier (``>=4.55.2``, ``<5.21.0,>=5.16.1``, ``!=5.0.*``; the
+    marker after ``;`` is not evaluated); None when a clause is not one this reads."""
+    key = version_key(version)
+    if key is None:
+        return None
+    for clause in spec.split(";", 1)[0].split(","):
+        clause = clause.strip()
+        if not clause or clause == "any":
+            continue
+        m = _CLAUSE.match(clause)
+        if m is None:
+            return None
+        op, bound = m.groups()
+        if bound.endswith(".*"):  # a prefix match (== / != only)
+            prefix = _numbers(bound[:-2])
+            ours = release_of(version)
+            if prefix is None or ours is None or op not in ("==", "!="):
+                return None
+            if (ours[:len(prefix)] == prefix) != (op == "=="):
+                return False
+            continue
+        other = version_key(bound)
+        if other is None:
+            return None
+        if op == "~=":  # >= bound and the same release series up to its last part
+            series = _numbers(bound)
+            ours = release_of(version)
+            if series is None or ours is None or key < other or ours[:len(series) - 1] != series[:-1]:
+                return False
+            continue
+        if not {"==": key == other, "!=": key != other, ">=": key >= other, "<=": key <= other, ">": key > other,
+                "<": key < other}[op]:
+            return False
+    return True
+
+
+def _numbers(text: str) -> tuple[int, ...] | None:
+    """``5.0`` -> (5, 0): a specifier's release parts as written (release() pads them)."""
+    parts = text.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def read_against_pin(label: str, engine: str | None, version: str | None) -> str | None:
+    """For a message of the lower error table read from ``label``'s wheel (``transformers-5.19.0``): what the engine
+    release requires of that package and whether the release read is within it, in words; None when either is
+    unknown."""
+    m = re.match(r"^(.+)-(\d[^-]*)$", label)
+    if m is None or engine is None:
+        return None
+    package = PACKAGES.get(m.group(1).lower())
+    spec = pins(engine, version).get(package) if package else None
+    if spec is None:
+        return None
+    ok = satisfies(m.group(2), spec)
+    verdict = {True: "within it", False: "outside it: the installed release may print other words", None: "unknown"}[ok]
+    return f"{engine} {version} requires {package} {spec}; this message was read from {m.group(1)} {m.group(2)} ({verdict})"
