@@ -33,6 +33,15 @@ def test_the_launch_environment_switches_vllms_mla_layout() -> None:
     assert zero["model.kv_layout"]["value"] == "latent"
 
 
+def test_mla_turned_off_keeps_prefix_caching_on_0_7_1() -> None:
+    """vLLM 0.7.1 forces prefix caching off only when use_mla (vllm/config.py:3255-3263): with VLLM_MLA_DISABLE=1 the
+    model runs per head and no such forcing is claimed."""
+    on = _facts("0.7.1", "vllm serve deepseek-ai/DeepSeek-V2-Lite")
+    assert on["engine.mla_prefix_caching_forced_off"]["value"] is True
+    off = _facts("0.7.1", "VLLM_MLA_DISABLE=1 vllm serve deepseek-ai/DeepSeek-V2-Lite")
+    assert off["model.kv_layout"]["value"] == "per_head" and "engine.mla_prefix_caching_forced_off" not in off
+
+
 def test_a_release_before_the_variable_ignores_it() -> None:
     """vLLM 0.7.0 has no VLLM_MLA_DISABLE (its wheel reads none): its own per-head rule holds, cited as that
     release's, not the variable's."""

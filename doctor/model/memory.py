@@ -384,7 +384,9 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
         facts.set("model.kv_bytes_per_token", layout.bytes_per_token, source)
         facts.set("model.kv_bytes_per_token_growing", layout.bytes_per_token, source)
     forced = prefix_caching_forced_off(card, engine, version)
-    if forced is not None:
+    # the release forces it off only where MLA runs (``if self.model_config.use_mla``, vllm 0.7.1
+    # vllm/config.py:3255-3263): not where the launch environment turned MLA off (the per-head layout)
+    if forced is not None and layout.layout == "latent":
         facts.set("engine.mla_prefix_caching_forced_off", True, f"{engine} {version}: {forced.evidence}")
     return facts
 
