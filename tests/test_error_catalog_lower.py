@@ -199,3 +199,23 @@ def test_every_recorded_requirement_is_one_the_comparison_reads() -> None:
     specs = {r["spec"] for releases in table["engines"].values() for read in releases.values()
              for reqs in read["requires"].values() for r in reqs if r["spec"]}
     assert specs and not [s for s in specs if satisfies("1.0", s) is None]
+
+
+def test_the_pins_table_is_opened_only_for_a_lower_layers_line() -> None:
+    """check without a log opens neither the error catalogs nor doctor/engines/pins.json (tests/test_error_catalog.py
+    audits both); a log whose lines are the engine's own does not open the pins either; a lower layer's line does."""
+    probe = ("import sys\nopened = []\n"
+             "sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == 'open' and args else None)\n"
+             "from doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print('PINS' if any(p.endswith('/engines/pins.json') for p in opened) else 'NONE', file=sys.stderr)\n")
+
+    def opens_pins(*args: str) -> bool:
+        result = subprocess.run([sys.executable, "-c", probe, "check", "--format", "json", *args], capture_output=True,
+                                text=True, cwd=ROOT, timeout=120)
+        return result.stderr.strip().splitlines()[-1] == "PINS"
+
+    command = ("--command", "vllm serve Qwen/Qwen3-8B", "--engine-version", "0.33.0")
+    assert not opens_pins(*command)
+    assert not opens_pins(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log"))
+    assert opens_pins(*command, "--log", str(LOWER / "tokenizers-0.19.1-newer-tokenizer-json.log"))
