@@ -219,3 +219,18 @@ def test_the_pins_table_is_opened_only_for_a_lower_layers_line() -> None:
     assert not opens_pins(*command)
     assert not opens_pins(*command, "--log", str(PUBLIC / "vllm-no-kv-memory.log"))
     assert opens_pins(*command, "--log", str(LOWER / "tokenizers-0.19.1-newer-tokenizer-json.log"))
+
+
+def test_a_placement_wait_that_ended_in_a_start_is_no_finding(tmp_path) -> None:
+    """vLLM's placement wait (vllm-project/vllm#8908's line) before a real vLLM 0.32.0 start-up that went on to serve
+    (fixtures/live, a scenario built from real lines): Ray placed the workers in the end, so the wait names no cause;
+    alone it does (tests/test_logs.py)."""
+    from conftest import SHARED_FIXTURES
+
+    started = (SHARED_FIXTURES / "live" / "vllm-0.32.0-cpu" / "plain-after" / "server.log").read_text()
+    log = tmp_path / "server.log"
+    log.write_text((PUBLIC / "vllm-ray-placement-wait.log").read_text() + started)
+    doc = _check("--log", str(log))
+    assert "tp-exceeds-visible-gpus" not in {f["id"] for f in doc["findings"]}
+    alone = _check("--log", str(PUBLIC / "vllm-ray-placement-wait.log"))
+    assert "tp-exceeds-visible-gpus" in {f["id"] for f in alone["findings"]}
