@@ -188,6 +188,10 @@ def _inputs() -> dict[str, OfflineInputs]:
         "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
         "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
         "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),
+        # tokenizers 0.19.1's own refusal of a newer tokenizer.json (fixtures/logs/lower/SOURCES.md): engine.pins.*
+        "a tokenizers refusal under vLLM 0.33.0": OfflineInputs(
+            command="vllm serve Qwen/Qwen3-8B", engine_version="0.33.0",
+            log=str(LOGS.parent / "lower" / "tokenizers-0.19.1-newer-tokenizer-json.log")),
     }
 
 

@@ -325,13 +325,14 @@ _PROBE = ("import sys\nopened = []\n"
           "sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == 'open' and args else None)\n"
           "from doctor.cli.main import main\nsys.argv = ['llmdoctor', *sys.argv[1:]]\n"
           "try:\n    main()\nexcept SystemExit:\n    pass\n"
-          "read = [p for p in opened if '/engines/errors/' in p or '/errors-' in p]\n"
+          "read = [p for p in opened if '/engines/errors/' in p or '/errors-' in p or p.endswith('/engines/pins.json')]\n"
           "print('READ ' + repr(read), file=sys.stderr)\n"
           "print('LOADED' if 'doctor.logs.catalog' in sys.modules else 'LEAN', file=sys.stderr)\n")
 
 
 def _loads_catalog(*args: str) -> tuple[bool, bool]:
-    """(whether the error catalog's module was imported, whether a catalog file or its cached copy was opened)."""
+    """(whether the error catalog's module was imported, whether a catalog file, its cached copy or the engines'
+    pins table was opened)."""
     result = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=ROOT,
                             timeout=120)
     assert json.loads(result.stdout)["schema"].startswith("llmdoctor.check/"), result.stderr[-2000:]

@@ -114,7 +114,10 @@ _EXPECTED = {"vllm-cudagraph-capture-oom.log": "cuda-graph-capture-oom",
              "vllm-weight-loading-oom.log": "startup-out-of-memory",
              "vllm-no-kernel-image.log": "gpu-arch-unsupported",
              "vllm-nccl-error.log": "nccl-init-failed",
-             "vllm-nccl-error-2.log": "nccl-init-failed"}
+             "vllm-nccl-error-2.log": "nccl-init-failed",
+             "vllm-ray-no-node-types.log": "tp-exceeds-visible-gpus",
+             "vllm-ray-pending-gpus.log": "tp-exceeds-visible-gpus",
+             "vllm-ray-placement-wait.log": "tp-exceeds-visible-gpus"}
 
 
 #: excerpts of healthy GPU start-ups: the facts each must give (and no finding of its own)

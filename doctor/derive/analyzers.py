@@ -452,3 +452,24 @@ def derive_refused_values(facts: Facts) -> None:
     from doctor.engines.refusals import refused_values
 
     refused_values(facts)
+
+
+@analyzer(reads=("engine.name", "launch.version", "server.version", "log.version", "log.catalog.matches"),
+          produces=("engine.pins.*",))
+def derive_engine_pins(facts: Facts) -> None:
+    """engine.pins.<package>: what the engine release's wheel requires of the layers below it (torch, transformers,
+    tokenizers, FlashInfer, Ray, …; doctor/engines/pins.json), set where a log line matched one of those layers'
+    own messages: the finding's fix can then name the release of the layer this engine release installs. Read only
+    then, so a check without such a line never opens the table."""
+    matches = facts.get("log.catalog.matches")
+    if not isinstance(matches, list) or not any(isinstance(m, dict) and m.get("catalog") == "lower" for m in matches):
+        return
+    engine = facts.get("engine.name")
+    version = facts.get("launch.version") or facts.get("server.version") or facts.get("log.version")
+    if engine not in ("vllm", "sglang") or not isinstance(version, str):
+        return
+    from doctor.engines.pins import pins, source
+
+    where = source(engine, version)
+    for package, spec in pins(engine, version).items():
+        facts.set(f"engine.pins.{package.replace('-', '_')}", spec, where)

@@ -45,6 +45,12 @@ def refusal(m: TemplateMatch) -> str:
     site = m.sites[0] if m.sites else None
     if site is None:
         return f'the engine\'s "{m.text[:120]}"'
+    if site.kind == "curated":  # compiled into a lower layer (tools/errors_curated.yaml): its source, not a guard
+        out = f"{site.function} prints it ({site.file.split(' (', 1)[0]})"
+        values = [f"{p['hole']}={redact_text(str(v))[:60]}" for p, v in
+                  zip([p for p in load(m.catalog).templates[m.template]["parts"] if not isinstance(p, str)],  # type: ignore[union-attr]
+                      m.ordered, strict=False) if str(v).strip() and p["hole"] != "rest"]
+        return out + ("; the message printed " + ", ".join(values) if values else "")
     releases = f"{m.since}–{m.until}" if m.since != m.until else m.since
     where = f"{site.where} ({site.function}, {m.catalog} {releases})"
     guard = " ".join((site.guard or "").split())
@@ -86,6 +92,9 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             break
         kept.append(index)
         seen[m.template] = describe(m)
+        pinned = _read_against_pin(m, engine, version)
+        if pinned:
+            seen[m.template]["pinned"] = pinned
         if started is True and m.by_place:  # start-up code, but this server started: not what stopped it
             seen[m.template].update(cause=None, severity="warning" if m.severity == "critical" else m.severity)
             continue
@@ -95,7 +104,7 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
             named.append({"cause": m.cause, "line": redact_text(m.message)[:300]})
             key = f"log.refusal.{m.cause.replace('-', '_')}"
             if key not in refusals:
-                refusals[key] = refusal(m)
+                refusals[key] = refusal(m) + (f"; {pinned}" if pinned else "")
                 put(key, refusals[key], f"the check behind {m.template} ({m.where})")
             if m.cause == _KV_CAUSE:
                 _kv_refusal(m, put)
@@ -117,6 +126,17 @@ def catalog_facts(lines: tuple[str, ...] | list[str], engine: str | None, versio
         "engine errors that ended the start (raised in start-up code, or in a log that never got ready) no cause "
         "names")
     return kept, named
+
+
+def _read_against_pin(m: TemplateMatch, engine: str | None, version: str | None) -> str | None:
+    """For a lower layer's message read from a pinned wheel (``ray-2.55.1``): what this engine release requires of
+    that package and whether the release read is within it (doctor/engines/pins.py); the table is opened only here,
+    for such a line."""
+    if m.catalog != "lower" or m.since == "curated" or not version:
+        return None
+    from doctor.engines.pins import read_against_pin
+
+    return read_against_pin(m.since, engine, version)
 
 
 def _quoted_kv_refusal(lines: tuple[str, ...] | list[str], engine: str | None, version: str | None,

@@ -71,10 +71,12 @@ class MlaLayout:
 
 
 def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str | None,
-               kv_dtype_bytes: int = 2, flag: Callable[[str], Any] | None = None) -> MlaLayout | None:
+               kv_dtype_bytes: int = 2, flag: Callable[[str], Any] | None = None,
+               env: Callable[[str], Any] | None = None) -> MlaLayout | None:
     """The MLA layout this release uses for ``card`` (None: not an MLA model, or no rule for the engine).
     ``flag(dest)``: a launch flag's value, for a rule whose layout a flag switches (SGLang's --enable-mla in
-    0.2.10-0.3.1.post1, --disable-mla in 0.3.1.post2-0.4.5.post1)."""
+    0.2.10-0.3.1.post1, --disable-mla in 0.3.1.post2-0.4.5.post1); ``env(name)``: a variable of the launch
+    environment, for a rule whose layout one switches (vLLM's VLLM_MLA_DISABLE=1 from 0.7.1)."""
     if card.kv_lora_rank is None or engine not in ("vllm", "sglang"):
         return None
     found = rule("mla_kv", engine, version)
@@ -86,6 +88,10 @@ def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str |
     if switch and flag is not None and flag(switch["dest"]) is True:
         values = {**values, **{k: v for k, v in switch.items() if k != "dest"}}
         where = f"--{switch['dest'].replace('_', '-')} given; {where}"
+    switch = values.get("env")
+    if switch and env is not None and _env_on(env(switch["name"])):
+        values = {**values, **{k: v for k, v in switch.items() if k != "name"}}
+        where = f"{switch['name']}=1 in the launch environment; {engine} {version or 'newest'}: {values['env_evidence']}"
     if values["layout"] == "latent":
         return MlaLayout("latent", None, where)
     size = values["head_size"]
@@ -95,6 +101,14 @@ def mla_layout(card: ModelCard, raw: dict[str, Any], engine: str, version: str |
     kv_layers = sum(g.layers for g in card.kv_groups)
     per_token = 2 * card.attention_heads * int(size) * kv_dtype_bytes * kv_layers
     return MlaLayout("per_head", per_token, where)
+
+
+def _env_on(value: Any) -> bool:
+    """vLLM's reading of a boolean variable (envs.py: ``bool(int(os.getenv(name, "0")))``): a nonzero integer."""
+    try:
+        return int(str(value).strip()) != 0
+    except ValueError:
+        return False
 
 
 def prefix_caching_forced_off(card: ModelCard, engine: str, version: str | None) -> Rule | None:
@@ -378,17 +392,18 @@ def _sglang_non_kv(version: str | None, mem_fraction: float | None, unreported: 
 
 
 def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, version: str | None,
-                     kv_dtype: str, flag: Callable[[str], Any] | None = None) -> Any:
+                     kv_dtype: str, flag: Callable[[str], Any] | None = None,
+                     env: Callable[[str], Any] | None = None) -> Any:
     """model.kv_layout (and, for an MLA model on a release that cached every head, the per-head
     model.kv_bytes_per_token) plus engine.mla_prefix_caching_forced_off, as Facts; ``flag(dest)``: the launch
-    command's value of a flag (mla_layout)."""
+    command's value of a flag, ``env(name)``: of a variable of its environment (mla_layout)."""
     from doctor.facts import Facts
 
     facts = Facts()
     if engine is None or card.kv_lora_rank is None:
         return facts
     dtype_bytes = {"fp8": 1, "fp32": 4}.get(kv_dtype, 2)
-    layout = mla_layout(card, raw, engine, version, dtype_bytes, flag)
+    layout = mla_layout(card, raw, engine, version, dtype_bytes, flag, env)
     if layout is None:
         return facts
     facts.set("model.kv_layout", layout.layout, layout.source)
@@ -397,7 +412,9 @@ def release_kv_facts(card: ModelCard, raw: dict[str, Any], engine: str | None, v
         facts.set("model.kv_bytes_per_token", layout.bytes_per_token, source)
         facts.set("model.kv_bytes_per_token_growing", layout.bytes_per_token, source)
     forced = prefix_caching_forced_off(card, engine, version)
-    if forced is not None:
+    # the release forces it off only where MLA runs (``if self.model_config.use_mla``, vllm 0.7.1
+    # vllm/config.py:3255-3263): not where the launch environment turned MLA off (the per-head layout)
+    if forced is not None and layout.layout == "latent":
         facts.set("engine.mla_prefix_caching_forced_off", True, f"{engine} {version}: {forced.evidence}")
     return facts
 

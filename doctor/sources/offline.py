@@ -107,14 +107,16 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
                     raw: dict[str, Any] | None = None, offline: bool = False, served: str | None = None,
                     launch_quantization: str | None = None, engine_version: str | None = None,
                     generation: dict[str, Any] | None = None, budget_s: float | None = None,
-                    flag: Callable[[str], Any] | None = None) -> tuple[Any, Facts]:
+                    flag: Callable[[str], Any] | None = None,
+                    env: Callable[[str], Any] | None = None) -> tuple[Any, Facts]:
     """Find a model (path, directory, HF cache, the Hub unless offline, example:NAME — or ``raw`` content named
     ``spec``; doctor/model/resolve.py) and describe it as facts, its weights sized for the ``served`` checkpoint.
     The KV facts follow the launch: the engine's layout and the forced KV dtype, or — for DSA models, whose
     precision the engine picks — what that engine picks on this GPU; for MLA models, the layout of the engine
     release (``engine_version``: vLLM cached every head before 0.7.1, doctor/model/memory.py). ``generation``: a
     recorded generation_config.json (a replayed snapshot), used instead of the model directory's. ``flag(dest)``:
-    the launch command's value of a flag that switches the release's layout (SGLang's --enable-mla / --disable-mla).
+    the launch command's value of a flag that switches the release's layout (SGLang's --enable-mla / --disable-mla);
+    ``env(name)``: of a variable of the launch environment that does (vLLM's VLLM_MLA_DISABLE).
     """
     from doctor.model.resolve import model_card
 
@@ -140,7 +142,7 @@ def model_facts_for(spec: str, *, kv_cache_dtype: str | None, engine: str | None
 
     resolved = sized.resolved
     facts.update(release_kv_facts(card, resolved.config.raw, engine, engine_version,
-                                  str(facts.get("model.kv_dtype")), flag))
+                                  str(facts.get("model.kv_dtype")), flag, env))
     facts.update(group_padding_facts(card, facts, engine, engine_version))
     facts.set("model.resolved_from", resolved.origin, resolved.where)
     facts.set("model.same_checkpoint", sized.same_checkpoint, sized.same_source)
@@ -491,7 +493,8 @@ def gather(inputs: OfflineInputs, live: Facts | None = None) -> Gathered:
                 launch_quantization=facts.get("launch.quantization"),
                 engine_version=orderable_version(facts.get("launch.version")),
                 generation=inputs.generation_config_json, budget_s=inputs.hub_budget_s,
-                flag=lambda dest: facts.get(f"launch.flags.{dest}"))
+                flag=lambda dest: facts.get(f"launch.flags.{dest}"),
+                env=lambda name: facts.get(f"launch.env.{name}"))
             facts.update(model, overwrite=False)
             facts.update(online_fp8_facts(gathered.card, facts))
             facts.update(float32_facts(gathered.card, facts))

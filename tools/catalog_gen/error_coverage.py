@@ -81,7 +81,7 @@ def render() -> str:
             out += ["| package | templates |", "|---|---|"]
             for row in release_rows(catalog):
                 out.append(f"| {row['version']} | {row['templates']} |")
-            out.append("")
+            out += ["", *pins_section(), ""]
             continue
         rows = release_rows(catalog)
         newest = rows[-NEWEST:]
@@ -158,3 +158,25 @@ def sample_section() -> list[str]:
                    f"start-up refusals though they are not: {sum(i['verdict'] == 'not-startup' for i in drawn)}.")
     out.append("")
     return out
+
+
+def pins_section() -> list[str]:
+    """What the newest releases of each engine require of the layers below (doctor/engines/pins.json, their wheels'
+    Requires-Dist): beside the release each lower layer's messages were read from, so a reader sees how far the
+    installed layer may be from it."""
+    from doctor.engines.pins import pins
+    from tools.gen_catalog import shipped_versions
+
+    packages = ("torch", "transformers", "tokenizers", "triton", "xformers", "flashinfer", "flash-attn-4", "ray")
+    out = ["What the newest releases require of these layers (their wheels' `Requires-Dist` for the default install; "
+           "doctor/engines/pins.json, `python tools/gen_engine_pins.py`; every release from vLLM 0.2.0 and SGLang "
+           "0.1.3 is in the file). A finding on a lower layer's message says whether the release read is within "
+           "the engine release's range (`pinned`).", "",
+           "| release | " + " | ".join(packages) + " |", "|---|" + "---|" * len(packages)]
+    for engine in ("vllm", "sglang"):
+        for version in [v for e, v in shipped_versions() if e == engine][-5:]:
+            found = pins(engine, version)
+            cells = [found.get(p, "").split(";")[0].replace("|", "\\|") or "–" for p in packages]
+            out.append(f"| {engine} {version} | " + " | ".join(cells) + " |")
+    return out
+
