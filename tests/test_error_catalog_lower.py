@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, find_wheel_file, unavailable
 
 from doctor.facts import Facts
 from doctor.logs import catalog as cat
@@ -132,12 +132,11 @@ def test_pins_are_read_from_wheel_metadata() -> None:
     assert pins("vllm", "0.33.0")["torch"] == "==2.14.0" and pins("vllm", "0.33.0")["flashinfer"] == "==0.7.2.post1"
     assert pins("sglang", "0.5.23")["transformers"] == "==5.19.0" and pins("sglang", "0.5.23")["tokenizers"] == "==0.23.2"
     assert pins("vllm", "0.2.0")["pydantic"] == "<2" and pins("vllm", "9.9.9") == {}
-    from tools.catalog_gen.wheel import find_wheel
-    from tools.gen_engine_pins import DEFAULT_WHEEL_DIR, from_wheel, parse_requires
+    from tools.gen_engine_pins import from_wheel, parse_requires
 
-    wheel = find_wheel(DEFAULT_WHEEL_DIR, "vllm", "0.33.0")
+    wheel = find_wheel_file("vllm", "0.33.0")
     if wheel is None:
-        pytest.skip("no cached vLLM 0.33.0 wheel (tools/fetch_test_wheels.sh)")
+        unavailable("no cached vLLM 0.33.0 wheel (tools/fetch_test_wheels.sh)")
     table = json.loads((ROOT / "doctor" / "engines" / "pins.json").read_text())
     assert parse_requires(from_wheel(wheel)[0]) == table["engines"]["vllm"]["0.33.0"]["requires"]
 
