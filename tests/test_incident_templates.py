@@ -53,11 +53,11 @@ GENERIC = {
                        "fault is decided by the release (engine-too-old), not by these words",
     "lower-3b1a87a711": "Python's own NameError wording ('name 'x' is not defined'); Triton's site of the same words is a "
                         "coincidence of the template, and the fault is in the code that raised it",
-    "lower-20f5df7ef1": "Python's AttributeError wording ('X' has no attribute 'y', here Triton's site of it): the code "
-                        "that raised it has the fault, no setting causes it",
-    "vllm-9f0e4b0b2b": "Python's AttributeError wording ('X object has no attribute y'; vLLM's LoRA layer's site of "
-                       "it): an engine or plugin bug, no setting causes it",
+    "lower-f2dd5a18a8": "Python's AttributeError wording ('X' object has no attribute 'y'; the catalog's nearest site of "
+                        "it is Ray's actor.py, read since h22c): the code that raised it has the fault, no setting "
+                        "causes it",
     "vllm-c1aa607279": _WRAPPER,  # EngineCore encountered a fatal error. (the exception follows)
+    "vllm-fda0f7ffdb": _WRAPPER,  # Engine process failed to start (V0's frontend; the engine process logged why)
     "lower-a15b798d12": "CUDA's illegal memory access: a kernel's bug or a GPU fault, which the kernel log's Xid line "
                         "decides (gpu-xid-error), not these words",
     "lower-05371f716e": "Python's TypeError wording for a class built with a keyword it lacks (Triton's site of it, "
