@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
 LIVE = ROOT / "fixtures" / "live"
 #: only worked batches are read here (a blind batch is never run before it is measured)
-WORKED = {1, 2, 3, 4, 5}
+WORKED = {1, 2, 3, 4, 5, 6}
 
 
 def _case_path(case_id: str) -> Path:
@@ -405,6 +405,8 @@ def test_a_transformers_refusal_keeps_engine_too_old_first(tmp_path: Path) -> No
      "ImportError: cannot import name 'LLM' from 'vllm' (/usr/lib/python3/site-packages/vllm/__init__.py)"),
     ("engine-package-incomplete",
      "ImportError: cannot import name '_set_default_torch_dtype' from 'vllm.model_executor.model_loader'"),
+    # a parameter that is no command-line flag (no dashes): not the flag class
+    ("deprecated-flag", "FutureWarning: The parameter `token` is deprecated."),
     # a warm-up answered by the engine itself: no proxy in the way
     ("http-proxy-intercepts-warmup", "AssertionError: res=<Response [500]>, res.text='Internal Server Error'"),
     ("http-proxy-intercepts-warmup", "AssertionError: res=<Response [200]>"),
@@ -422,3 +424,36 @@ def test_healthy_real_starts_name_none_of_the_new_classes(name: str) -> None:
     causes = _causes(LIVE / name)
     for cause in ("engine-package-incomplete", "http-proxy-intercepts-warmup", "transformers-too-old-for-architecture"):
         assert cause not in causes
+
+
+@pytest.mark.parametrize(("case_id", "gpu", "cause"), [
+    # vLLM 0.8.5's compressed-tensors refusal raised as three strings (compressed_tensors.py:210-213): a tuple
+    ("i600", "V100", "quant-unsupported-gpu"),
+    # Triton's fp8e4nv on sm_86 (triton/language/core.py:587)
+    ("i601", "RTX 3090:1", "fp8-unsupported-gpu"),
+])
+def test_a_refusal_for_this_gpu_answers_hardware_fit(case_id: str, gpu: str, cause: str, tmp_path: Path) -> None:
+    """Asked "does it run on these GPUs?" (hardware-fit), the log's own refusal for the GPU is the answer, not
+    only under launch-failure (log_node.also)."""
+    doc = _check("--log", str(_case_log(case_id, tmp_path)), "--gpu", gpu, "--symptom", "hardware-fit")
+    assert [f["id"] for f in doc["findings"]][:1] == [cause]
+
+
+def test_a_deprecation_warning_naming_a_dashed_flag(tmp_path: Path) -> None:
+    """vllm-project/vllm#17452 (i603): 'The parameter --enable-reasoning is deprecated.' names the flag."""
+    assert "deprecated-flag" in _causes(_case_log("i603", tmp_path))
+
+
+def test_a_name_missing_from_sglangs_own_module_is_a_package_out_of_step(tmp_path: Path) -> None:
+    """sgl-project/sglang#23535 (i627): sglang-router imports a helper SGLang 0.5.10 moved; SGLang is the engine, not a
+    dependency, so the mismatch is named and no missing dependency."""
+    causes = _causes(_case_log("i627", tmp_path))
+    assert "plugin-engine-version-mismatch" in causes and "engine-dependency-missing" not in causes
+
+
+@pytest.mark.parametrize("case_id", ["i214", "i213"])
+def test_sglang_importing_from_vllm_stays_a_dependency(case_id: str, tmp_path: Path) -> None:
+    """Early SGLang imported vLLM as a dependency (sglang 0.1.3 sglang/srt/models/llama2.py:12-14): a name missing
+    there is engine-dependency-missing, not the plugin class."""
+    causes = _causes(_case_log(case_id, tmp_path))
+    assert "engine-dependency-missing" in causes and "plugin-engine-version-mismatch" not in causes

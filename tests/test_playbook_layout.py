@@ -310,6 +310,22 @@ def test_log_nodes_are_generated_with_the_precedence_their_files_state() -> None
     assert not any("generate" in node for node in tree)  # the marker is replaced by the nodes
 
 
+def test_a_log_node_goes_in_every_tree_its_file_names() -> None:
+    """log_node.also: the same generated node in a second symptom's tree (a GPU refusal answers hardware-fit)."""
+    playbooks = load_playbooks().playbooks
+    named = {"fact": "log.causes", "op": "contains", "value": "fp8-unsupported-gpu"}
+    for symptom in ("launch-failure", "hardware-fit"):
+        assert any(node.get("when") == named for node in playbooks[symptom].tree), symptom
+
+
+def test_a_log_node_in_a_tree_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    mine = _user_cause(tmp_path / "mine")
+    path = mine / "causes" / "gpu-blocks-overridden-to-zero.yaml"
+    path.write_text(path.read_text() + "log_node: {also: [no-such-symptom]}\n")
+    result = run_cli("playbook", "validate", str(mine))
+    assert result.returncode != 0 and "log_node.also: no symptom tree 'no-such-symptom'" in result.stdout + result.stderr
+
+
 def test_fact_names_in_the_code_data_files_are_registered() -> None:
     """The engine and probe data (semantics.yaml, server_fields.yaml, promql.yaml, ...) name facts too: each
     string there that reads as a fact key is a registered one."""

@@ -460,6 +460,13 @@ def _generate_log_nodes(pbset: PlaybookSet) -> list[str]:
             errors.append(f"{cause.source}: log_node.yields_to: no such cause {', '.join(missing)}")
         else:
             by_symptom.setdefault(symptom, []).append(lognodes.log_node(cause.id, cause.log_node))
+            # a refusal the log names answers a second question too ("does it run on these GPUs?"): the same
+            # node in each tree ``log_node.also`` names
+            for other in cause.log_node.get("also", ()):
+                if other not in pbset.playbooks:
+                    errors.append(f"{cause.source}: log_node.also: no symptom tree '{other}'")
+                else:
+                    by_symptom.setdefault(other, []).append(lognodes.log_node(cause.id, cause.log_node))
     for symptom, playbook in list(pbset.playbooks.items()):
         nodes = by_symptom.get(symptom, [])
         if nodes or any(n.get("generate") for n in playbook.tree):

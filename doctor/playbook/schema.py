@@ -179,6 +179,8 @@ CAUSE_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "symptom": {"type": "string", "pattern": KEBAB},
+                # further symptom trees the same node goes in (a GPU refusal also answers hardware-fit)
+                "also": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": KEBAB}},
                 "yields_to": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": KEBAB}},
                 # a cause named only by the start-up stage that raised: after the others of its rank (playbook/engine.py)
                 "stage": {"type": "boolean"},
