@@ -27,8 +27,7 @@ def parse(args: list[str]) -> dict[str, Any] | None:
     rest = list(args)
     while rest:
         token = rest.pop(0)
-        if token in ("-h", "--help", "--") or token.startswith("-") and token != "-" and "=" in token and \
-                not token.startswith("--"):
+        if token in ("-h", "--help", "--"):
             return None
         if not token.startswith("-") or token == "-":
             if CHECK["argument"] in given:
@@ -38,7 +37,7 @@ def parse(args: list[str]) -> dict[str, Any] | None:
             continue
         flag, eq, inline = token.partition("=")
         spec = options.get(flag)
-        if spec is None:
+        if spec is None or eq and not flag.startswith("--"):  # click reads "-o=x" as "-o" and the value "=x"
             return None
         name, kind, choices = spec
         if kind == "flag":
