@@ -19,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from doctor.model.card import ModelCard
 from doctor.versions import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA_PATH = Path(__file__).with_name("engine_memory.yaml")
 GIB = 2**30

@@ -11,11 +11,13 @@ tests/test_model_params.py (within 2% for DeepSeek-V3, Qwen3-235B-A22B, gpt-oss-
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.model import layers as L
 from doctor.model.card import MoE, ParamEstimate, Quantization
 from doctor.model.fields import ConfigView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Parts a count is split into; weights are priced per part (quantized or kept 16-bit).
 PARTS = ("embed", "lm_head", "attention", "indexer", "linear_attention", "dense_mlp", "experts",

@@ -10,10 +10,12 @@ Bytes per parameter, by storage format:
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.model.card import Evidence, Quantization
 from doctor.model.fields import MAX_INT, ConfigView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FP8_BLOCK = 1 + 4 / (128 * 128)
 MXFP4 = 0.5 + 1 / 32

@@ -20,7 +20,6 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.model.checkpoint import CheckpointWeights, local_weights
@@ -32,6 +31,10 @@ from doctor.model.config import (
     looks_like_repo_id,
     parse_config_text,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Seconds for one Hub request (metadata, a config file, a header range): an incident does not wait on the
 #: Hub; huggingface_hub's own defaults are 10 s per request and more with its retries.

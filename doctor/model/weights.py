@@ -13,14 +13,16 @@ change of format needs another checkpoint (an NVFP4 repo, a BF16 original), whic
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.model.card import ModelCard, ParamEstimate, Quantization
 from doctor.model.params import part_bytes
 from doctor.model.quantization import FP8_BLOCK, MXFP4, NVFP4
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
     from doctor.model.checkpoint import CheckpointWeights
 
