@@ -113,10 +113,11 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     diagnosis.findings = sorted(walk.found.values(), key=lambda f: (*f.sort_key()[:2], f.id in stages, f.id))
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
-    if symptoms_reported(facts, diagnosis.ran):
+    reported = symptoms_reported(facts, diagnosis.ran)
+    if reported:
         from doctor.playbook.unexplained import explain
 
-        diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)
+        diagnosis.unexplained = explain(facts, reported, diagnosis.findings, diagnosis.unchecked, pbset)
     return diagnosis
 
 
