@@ -924,6 +924,32 @@ def test_an_mtp_draft_adds_its_attention_layers_to_vllms_kv_groups() -> None:
 
 
 @requires_shared
+def test_an_mtp_draft_adds_its_layers_weights_on_vllm() -> None:
+    """vLLM loads an MTP draft's layers as a model of their own inside the measurement it logs as "Model loading
+    took" (vllm 0.33.0 v1/worker/gpu_model_runner.py:4989-5012), sharing only the target's embedding and lm_head
+    (v1/spec_decode/llm_base_proposer.py:1466-1473, :1548-1551): the weights per rank grow by the draft's layers,
+    priced at the model's format. Nemotron-3-Super NVFP4 with --speculative-config method mtp: one attention and one
+    LatentMoE block (mtp_hybrid_override_pattern "*E"), about 1.6 GiB, which moves the weights estimate toward the
+    75.03 GiB the engine logged; no flag, another draft method, or SGLang: nothing changes."""
+    from doctor.model.weights import mtp_draft_bytes
+
+    point = next(p for p in datapoints() if p["id"] == "dgxspark-bench-nemotron3-super-120b-nvfp4-mtp-gb10")
+    card, facts = _card_and_facts(point)
+    extra, experts = mtp_draft_bytes(card)
+    assert card.mtp_layers == 1 and 1.4 * GIB < extra < 1.8 * GIB and 0 < experts < extra
+    plain = {**point, "flags": {k: v for k, v in point["flags"].items() if k != "speculative"}}
+    base = _card_and_facts(plain)[1].get("model.weight_bytes")
+    assert facts.get("model.weight_bytes") == base + extra
+    eagle = {**point, "flags": {**point["flags"], "speculative": {"method": "eagle3"}}}
+    assert _card_and_facts(eagle)[1].get("model.weight_bytes") == base
+    sglang = {**point, "engine": "sglang", "version": "0.5.9"}
+    assert _card_and_facts(sglang)[1].get("model.weight_bytes") == _card_and_facts(
+        {**plain, "engine": "sglang", "version": "0.5.9"})[1].get("model.weight_bytes")
+    dense = next(p for p in datapoints() if p["id"] == "club3090-652-qwen36-35b-a3b-nvfp4-rtx5090")
+    assert mtp_draft_bytes(_card_and_facts(dense)[0])[0] > 0  # Qwen3.6 has an MTP layer: priced only when drafted
+
+
+@requires_shared
 def test_the_generated_error_record_is_current() -> None:
     """doctor/model/capacity_record.json (every printed band reads it) and docs/plan.md's per-stratum table are
     regenerated from this table by one command; a data point or a model change that moves a prediction makes

@@ -570,6 +570,35 @@ def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     if "model.kv_bytes_per_token" not in out:
         out.update(mtp_draft_facts(card, facts, engine))
     out.update(replicated_weight_facts(card, facts, engine))
+    out.update(mtp_draft_weight_facts(card, facts, engine))
+    return out
+
+
+def mtp_draft_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.weight_bytes with the MTP draft's layers, which vLLM loads beside the model when --speculative-config
+    names an MTP method (engine_memory.yaml mtp_draft_weights; doctor/model/weights.py mtp_draft_bytes prices
+    them); nothing for another engine, method or release, or a model without MTP layers."""
+    from doctor.facts import Facts
+    from doctor.model.weights import mtp_draft_bytes
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    spec = facts.get("launch.flags.speculative_config")
+    base, experts = facts.get("model.weight_bytes"), facts.get("model.expert_weight_bytes")
+    if engine != "vllm" or not isinstance(spec, dict) or not isinstance(base, int):
+        return out
+    method = str(spec.get("method") or "")
+    found = rule("mtp_draft_weights", "vllm", facts.get("launch.version"))
+    if found is None or not (method == "mtp" or method.endswith("_mtp")):
+        return out
+    extra, extra_experts = mtp_draft_bytes(card)
+    if not extra:
+        return out
+    out.set("model.weight_bytes", base + extra,
+            f"derived: {base} B + the MTP draft's {card.mtp_layers} layer(s), {extra} B at the model's format "
+            f"(--speculative-config method {method}; vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    if isinstance(experts, int):
+        out.set("model.expert_weight_bytes", experts + extra_experts, "derived: the routed experts with the MTP draft's")
     return out
 
 
