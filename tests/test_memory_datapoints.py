@@ -180,7 +180,8 @@ def _full(point: dict[str, Any], card: Any, facts: Any, per_gpu: float) -> Resul
                           gpu_sm=gpu.sm, ep=layout.ep, nvswitch=on_nvswitch(gpu.interconnect, gpu.nvlink_domain),
                           enforce_eager=bool(flags.get("enforce_eager")),
                           flashinfer_sampler=bool(flags.get("flashinfer_sampler")),
-                          mxfp4_backend=flags.get("mxfp4_backend"), cuda_total=gpu.memory_is_cuda_total)
+                          mxfp4_backend=flags.get("mxfp4_backend"), cuda_total=gpu.memory_is_cuda_total,
+                          estimate_cudagraphs=flags.get("estimate_cudagraphs"))
     assert non_kv is not None
     budget = gpu.memory_bytes * fraction - weights - non_kv.total - state_pool_per_gpu(facts, layout)
     share = facts.get("engine.kv_pool_share")  # SGLang's Mamba state pool takes the rest (sglang_mamba_pool)
@@ -921,6 +922,28 @@ def test_an_mtp_draft_adds_its_attention_layers_to_vllms_kv_groups() -> None:
     assert _card_and_facts(plain)[1].get("model.kv_bytes_per_token") == 48 * 512
     eagle = {**point, "flags": {**point["flags"], "speculative": {"method": "eagle3"}}}
     assert _card_and_facts(eagle)[1].get("model.kv_bytes_per_token") == 48 * 512  # another model's draft: unknown
+
+
+@requires_shared
+def test_the_cuda_graph_estimate_follows_the_launchs_switch() -> None:
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS turns the CUDA graph estimate's removal from the pool on in 0.19.1
+    (envs.py:1654-1656, default 0) and off from 0.20.0 (default 1); before 0.19.1 the switch is not read."""
+    from doctor.model.memory import non_kv_bytes
+
+    point = next(p for p in datapoints() if p["id"] == "autokernel5090-gemma4-26b-nvfp4-modelopt-rtx5090-4k")
+    card, _ = _card_and_facts(point)
+
+    def graphs(version: str, switch: bool | None) -> int:
+        found = non_kv_bytes(card, "vllm", version, gpu_name="RTX 5090", gpu_memory_bytes=32 * GIB, gpu_sm=120,
+                             estimate_cudagraphs=switch)
+        assert found is not None
+        return found.cudagraphs
+
+    estimate = int(0.84 * GIB)
+    assert graphs("0.19.1", None) == 0 and graphs("0.19.1", True) == estimate
+    assert graphs("0.20.0", None) == estimate and graphs("0.20.0", False) == 0
+    assert graphs("0.11.0", True) == 0
+    assert next(r for r in evaluate(point) if r.check == "full").within
 
 
 @requires_shared

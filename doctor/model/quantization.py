@@ -51,6 +51,10 @@ def detect_quantization(v: ConfigView, evidence: list[Evidence]) -> Quantization
     method = str(qc.get("quant_method", "")).lower()
     if not method:
         raise v.fail(f"{found.path}.quant_method", "missing")
+    if method.startswith("modelopt") and isinstance(qc.get("quantization"), dict):
+        # ModelOpt's hf_quant_config.json layout inside config.json: quant_algo and exclude_modules one level down,
+        # where vLLM reads them (vllm 0.33.0 model_executor/layers/quantization/modelopt.py:298-305, :324-342)
+        qc = {**qc, **qc["quantization"]}
     unquantized = _unquantized(qc)
     expert_bpp = None
 

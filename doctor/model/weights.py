@@ -221,8 +221,10 @@ def served_format(*, config_method: str | None, served_name: str | None, launch_
     CHECKPOINT_DECIDES). None when nothing says it differs."""
     launch = (LAUNCH_FORMATS.get(str(launch_quantization or "").lower()), f"--quantization {launch_quantization}")
     name = (name_format(served_name), f"from the model name {served_name}")
+    family = str(launch_quantization or "").lower() in CHECKPOINT_DECIDES
+    # a family flag only stands in for a format nothing else gives: a config that declares its own keeps it
     candidates = ((hf_quant_format(hf_quant), "hf_quant_config.json"),
-                  *((name, launch) if str(launch_quantization or "").lower() in CHECKPOINT_DECIDES else (launch, name)))
+                  *((name, *((launch,) if config_method is None else ())) if family else (launch, name)))
     for fmt, why in candidates:
         if fmt is not None and fmt != config_method:
             return fmt, why
