@@ -1,4 +1,4 @@
-"""Classes of running-server symptoms (reasoning-leak, slow-decode, hardware-fit) read on the reporters' own output
+"""Classes of running-server symptoms (reasoning-leak, tools-ignored, slow-decode, hardware-fit) read on the reporters' own output
 from the benchmark's worked cases (bench/incidents/<id>.yaml, each with its thread's URL).
 
 Each test runs the class's rule on a case's real evidence — the log parser on the quoted lines, and the runner's own
@@ -100,3 +100,22 @@ def test_fp8_checkpoint_with_the_marlin_fallback_is_not_blamed_on_hardware_fit(t
     outcome = incidents.run_case(on_turing, tmp_path)
     assert "fp8-unsupported-gpu" in outcome.named
     assert outcome.severities[outcome.named.index("fp8-unsupported-gpu")] == "critical"
+
+
+# --- tools-ignored: a release that refuses gpt-oss tool calls; a vLLM command without either tool flag
+
+def test_the_harmony_two_message_refusal_names_the_release(tmp_path: Path) -> None:
+    # "Expected 2 output messages (reasoning and final), but got 7." exists only in vLLM 0.10.1-0.10.1.1
+    # (harmony_utils.py:344, the error catalog's vllm-63253a5814); 0.10.2 parses any number of messages
+    facts = _log_facts("i189", "log", tmp_path)
+    assert "engine-too-old" in facts["log.causes"]
+    assert _named(_case("i189"), tmp_path)[:1] == ["engine-too-old"]
+
+
+def test_vllm_without_either_tool_flag_needs_both(tmp_path: Path) -> None:
+    case = _case("i155")  # vllm serve Phi-4-mini… with neither --tool-call-parser nor --enable-auto-tool-choice
+    named = _named(case, tmp_path)
+    assert {"tool-parser-missing", "auto-tool-choice-missing"} <= set(named[:3])
+    # with the auto flag given, only the parser is missing (vLLM refuses that pair at start-up: not this branch)
+    given = replace(case, evidence={**case.evidence, "command": case.evidence["command"] + " --enable-auto-tool-choice"})
+    assert "auto-tool-choice-missing" not in _named(given, tmp_path)
