@@ -119,3 +119,17 @@ def test_vllm_without_either_tool_flag_needs_both(tmp_path: Path) -> None:
     # with the auto flag given, only the parser is missing (vLLM refuses that pair at start-up: not this branch)
     given = replace(case, evidence={**case.evidence, "command": case.evidence["command"] + " --enable-auto-tool-choice"})
     assert "auto-tool-choice-missing" not in _named(given, tmp_path)
+
+
+# --- config-hygiene: vLLM's own warning for a VLLM_* variable its release does not define
+
+def test_an_environment_variable_the_release_does_not_read_is_named(tmp_path: Path) -> None:
+    # "Unknown vLLM environment variable detected: VLLM_USE_V1" (vllm 0.33.0 vllm/platforms/interface.py:1458-1470;
+    # vllm/envs.py validate_environ from 0.17.0): the error catalog's template, not a hand-written pattern
+    facts = _log_facts("i637", "log", tmp_path)
+    assert "unknown-env-var" in facts["log.causes"]
+    assert _named(_case("i637"), tmp_path)[:1] == ["unknown-env-var"]
+    # a variable vLLM defines is not reported by that check: a log line about it names nothing
+    other = tmp_path / "known.log"
+    other.write_text("WARNING 06-26 15:11:37 [envs.py:1830] Using VLLM_USE_V1 as requested\n", encoding="utf-8")
+    assert "unknown-env-var" not in ({f.key: f.value for f in read_log_input(str(other)).facts}.get("log.causes") or [])
