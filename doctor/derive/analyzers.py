@@ -111,6 +111,26 @@ def derive_engine_name(facts: Facts) -> None:
             return
 
 
+@analyzer(reads=("engine.name", "launch.version", "log.reasoning_end_only"),
+          produces=("engine.reasoning_split_without_open_tag",))
+def derive_reasoning_split(facts: Facts) -> None:
+    """engine.reasoning_split_without_open_tag: whether the release's reasoning parsers can split an output that
+    closes a thinking block it never opened (doctor/engines/release_rules.yaml reasoning_split_without_open_tag).
+    Decided only where an output like that was seen and the engine and its release are known (a rule that says
+    "per parser" decides nothing): the newest rule is no claim about the release in use."""
+    engine, version = facts.get("engine.name"), facts.get("launch.version")
+    if "log.reasoning_end_only" not in facts or engine not in ("vllm", "sglang") or not version:
+        return
+    from doctor.engines.release_rules import rule
+    from doctor.versions import orderable_version
+
+    found = rule("reasoning_split_without_open_tag", engine, orderable_version(version))
+    if found is None or found.values.get("splits") is None:
+        return
+    facts.set("engine.reasoning_split_without_open_tag", bool(found.values["splits"]),
+              f"{engine} {version} ({found.evidence})")
+
+
 @analyzer(reads=("gpu.util",),
           produces=("gpu.util_max", "gpu.util_skew"))
 def derive_gpu_balance(facts: Facts) -> None:
