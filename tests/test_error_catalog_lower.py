@@ -331,3 +331,59 @@ def test_a_placement_wait_that_ended_in_a_start_is_no_finding(tmp_path) -> None:
     assert "tp-exceeds-visible-gpus" not in {f["id"] for f in doc["findings"]}
     alone = _check("--log", str(PUBLIC / "vllm-ray-placement-wait.log"))
     assert "tp-exceeds-visible-gpus" in {f["id"] for f in alone["findings"]}
+
+
+def test_every_recorded_marker_is_decided_for_linux_x86_64() -> None:
+    """Every environment marker pins.json holds is decided for Linux x86_64 CPython (none is left as text), and a
+    requirement it keeps loses its marker: vLLM 0.6.4.post1's xformers (``platform_system == "Linux" and
+    platform_machine == "x86_64"``, its METADATA) is the pin itself."""
+    from doctor.engines.pins import marker_holds, pins
+
+    table = json.loads((ROOT / "doctor" / "engines" / "pins.json").read_text())
+    markers = {r["marker"] for releases in table["engines"].values() for read in releases.values()
+               for reqs in read["requires"].values() for r in reqs if r["marker"]}
+    assert markers and {m: marker_holds(m) for m in markers} == dict.fromkeys(markers, True)
+    assert marker_holds('platform_machine == "aarch64"') is False and marker_holds('python_version < "3.10"') is None
+    assert pins("vllm", "0.6.4.post1")["xformers"] == "==0.0.28.post3"
+
+
+def test_an_sglang_release_gets_the_layers_below_through_the_vllm_it_pins() -> None:
+    """SGLang 0.4.2's wheel requires vllm==0.6.4.post1 under srt and torch without a bound, no transformers or Ray
+    (its METADATA, pins.json): what those layers are comes from vLLM 0.6.4.post1's own pins, and says so. A range
+    of vLLM releases is followed over the releases it admits; an open one (SGLang 0.4.0's >=0.6.3.post1) is not."""
+    from doctor.engines.pins import effective_pins, pins
+
+    own = pins("sglang", "0.4.2")
+    assert own["vllm"] == "==0.6.4.post1" and own["torch"] == "any" and "transformers" not in own
+    below = pins("vllm", "0.6.4.post1")
+    got = effective_pins("sglang", "0.4.2")
+    assert got["torch"] == (below["torch"], "via vllm 0.6.4.post1") == ("==2.5.1", "via vllm 0.6.4.post1")
+    assert got["transformers"] == (below["transformers"], "via vllm 0.6.4.post1")
+    assert got["flashinfer"] == (own["flashinfer"], "")  # its own pin stays its own
+    ranged = effective_pins("sglang", "0.4.0.post1")
+    assert ranged["torch"] == ("==2.4.0 | ==2.5.1", "via vllm 0.6.3.post1-0.6.4.post1")
+    assert effective_pins("sglang", "0.4.0")["torch"] == ("any", "") and "ray" not in effective_pins("sglang", "0.4.0")
+
+
+def test_a_lower_message_under_an_sglang_release_names_the_vllm_its_pin_came_from() -> None:
+    """A Ray message read from the ray 2.55.1 wheel, in a log of SGLang 0.4.2: the finding's pin says the range
+    comes through vLLM 0.6.4.post1 (SGLang asks for no Ray itself), and the engine.pins.ray fact's source says so."""
+    from doctor.derive.analyzers import derive_engine_pins
+    from doctor.logs.catalog_facts import catalog_facts
+
+    catalog = cat.load("lower")
+    entry = next(e for _t, e in sorted(catalog.templates.items())
+                 if any(s["file"] == "ray/util/placement_group.py" for s in e["sites"])
+                 and all(isinstance(p, str) for p in e["parts"]))
+    out: dict = {}
+    catalog_facts([f"ValueError: {entry['parts'][0]}"], "sglang", "0.4.2",
+                  lambda key, value, _source: out.__setitem__(key, value))
+    match = next(m for m in out["log.catalog.matches"] if m["catalog"] == "lower")
+    assert match["pinned"] == ("sglang 0.4.2 requires ray >=2.9 (via vllm 0.6.4.post1); this message was read from "
+                               "ray 2.55.1 (within it)")
+    facts = Facts()
+    facts.set("log.catalog.matches", out["log.catalog.matches"], "test input")
+    facts.set("engine.name", "sglang", "test input")
+    facts.set("launch.version", "0.4.2", "test input")
+    derive_engine_pins(facts)
+    assert facts.get("engine.pins.ray") == ">=2.9" and "via vllm 0.6.4.post1" in facts.fact("engine.pins.ray").source
