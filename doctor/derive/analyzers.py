@@ -488,8 +488,9 @@ def derive_engine_pins(facts: Facts) -> None:
     version = facts.get("launch.version") or facts.get("server.version") or facts.get("log.version")
     if engine not in ("vllm", "sglang") or not isinstance(version, str):
         return
-    from doctor.engines.pins import pins, source
+    from doctor.engines.pins import effective_pins, source
 
     where = source(engine, version)
-    for package, spec in pins(engine, version).items():
-        facts.set(f"engine.pins.{package.replace('-', '_')}", spec, where)
+    for package, (spec, origin) in effective_pins(engine, version).items():
+        # a pin only the engine below sets (SGLang 0.4.2's torch, through its vllm==0.6.4.post1) says so
+        facts.set(f"engine.pins.{package.replace('-', '_')}", spec, f"{where}; {origin}" if origin else where)
