@@ -13,13 +13,16 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
-from typing import Any, TypeVar
 
-T = TypeVar("T")
-R = TypeVar("R")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
-#: ``send(batch)``: hand results back, as ``(offset in the worker's share, result)`` pairs
-Send = Callable[[list[tuple[int, Any]]], None]
+    T = TypeVar("T")
+    R = TypeVar("R")
+
+    #: ``send(batch)``: hand results back, as ``(offset in the worker's share, result)`` pairs
+    Send = Callable[[list[tuple[int, Any]]], None]
 
 
 def deal_out(items: Sequence[T], processes: int, work: Callable[[list[T], Send], None], name: str) -> list[R]:

@@ -16,9 +16,12 @@ import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:

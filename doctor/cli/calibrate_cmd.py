@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from doctor.cli.check_cmd import offline_options
@@ -12,6 +10,10 @@ from doctor.cli.flags import OfflineFlags
 from doctor.cli.output import emit, emit_document
 from doctor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from doctor.render.calibrate import added_text, shown_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.calibrate/1"
 

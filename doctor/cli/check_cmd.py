@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import click
 
 from doctor.cli.common import output_options
@@ -13,7 +11,10 @@ from doctor.cli.options import PlaybookFlags, offline_option, option_group, play
 from doctor.cli.output import OutputFlags, echo, emit
 from doctor.errors import EXIT_UNREACHABLE, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.sources.offline import Workload
 
 CHECK_EPILOG = """\b

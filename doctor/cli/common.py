@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 from doctor.cli.options import option_group
 from doctor.cli.output import SEVERITIES, OutputFlags
 
-F = TypeVar("F", bound=Callable[..., Any])
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 _FORMAT_HELP = {"text": "text for people", "json": "json for scripts (versioned schema)",

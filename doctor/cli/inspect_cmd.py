@@ -8,7 +8,6 @@ KV/token, state/sequence, what one user at the chosen context costs), followed b
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +18,7 @@ from doctor.errors import EXIT_OK, EXIT_USAGE
 from doctor.model.kvcache import ENGINES
 from doctor.model.units import parse_bytes, parse_tokens
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.commands.inspect import Sizing
 

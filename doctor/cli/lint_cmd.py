@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +19,7 @@ from doctor.cli.options import (
 from doctor.cli.output import OutputFlags, echo, emit, emit_document, exit_code
 from doctor.errors import InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.sources.offline import OfflineInputs, Workload
 

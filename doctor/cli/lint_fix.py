@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from doctor.cli.output import echo, emit, exit_code
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.commands.lint import LintResult
     from doctor.sources.offline import OfflineInputs

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 from doctor.cli.flags import PlaybookFlags, workload
 
-F = TypeVar("F", bound=Callable[..., Any])
-Decorator = Callable[[F], F]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
+    Decorator = Callable[[F], F]
 
 
 def option_group(name: str, build: Callable[..., Any], options: list[Callable[[Any], Any]]) -> Decorator:

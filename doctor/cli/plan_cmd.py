@@ -3,8 +3,6 @@ and whether it runs on this hardware (docs/plan.md)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from doctor.cli.common import fail_on_option, format_option
@@ -17,6 +15,7 @@ from doctor.cli.options import (  # _tokens: the --context parser all share
 from doctor.cli.output import echo, emit_document, exit_code
 from doctor.errors import EXIT_FINDINGS, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.plan.request import PlanRequest
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +16,7 @@ from doctor.cli.options import beside, option_group
 from doctor.cli.output import echo, emit, exit_code
 from doctor.errors import InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.report.pipeline import ReportOptions
 

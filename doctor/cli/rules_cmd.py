@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from doctor.cli.options import option_group
 from doctor.cli.output import SEVERITIES, echo, emit
 from doctor.errors import EXIT_OK, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.report.rules import RuleOptions
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from doctor.cli.options import beside, bounded, option_group, playbooks_option
 from doctor.errors import EXIT_OK, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.serve.dispatch import ServeOptions
 

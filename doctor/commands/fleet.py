@@ -21,11 +21,13 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import DoctorError, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.commands.check import CheckRun
 
 SCHEMA = "llmdoctor.fleet/1"

@@ -4,11 +4,14 @@ capacity line (the ``llmdoctor.inspect/1`` schema, docs/inspect.md)."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.model.card import ModelCard
 from doctor.model.kvcache import ENGINES, KVLayout, kv_layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.inspect/1"
 

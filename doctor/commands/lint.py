@@ -12,11 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.playbook.engine import Diagnosis
 from doctor.sources.offline import Gathered, OfflineInputs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.lint/1"
 #: What lint never gathers (there is no server, no GPU to read): trees unknown only for want of these stay quiet.

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DSA_KV_PATH = Path(__file__).with_name("dsa_kv.yaml")
 

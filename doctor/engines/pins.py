@@ -13,10 +13,13 @@ import json
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from doctor.versions import release as release_of
 from doctor.versions import version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA_PATH = Path(__file__).with_name("pins.json")
 #: canonical distribution name -> the name the table keeps (FlashInfer was published as ``flashinfer`` first, then

@@ -12,13 +12,15 @@ from __future__ import annotations
 import difflib
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from doctor.fix import argv as fixargv
 from doctor.fix import text as fixtext
 from doctor.fix.plan import NEEDS_VALUE, PRINT_ONLY, SAFE, Planned
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
 
 

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from doctor.fix.argv import Edit
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.facts import Facts
     from doctor.findings import Finding
     from doctor.playbook.loader import Cause

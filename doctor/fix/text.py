@@ -21,9 +21,12 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
 from doctor.fix.argv import Word
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _BETWEEN = re.compile(r"^(?:[\s\\'\"]|#[^\n]*)*$")
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.hardware.catalog import GpuModel
 from doctor.versions import require_key, rule_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 KERNELS_PATH = Path(__file__).with_name("kernels.yaml")
 ENGINES = ("vllm", "sglang")

@@ -11,7 +11,9 @@ clock settings and sync boost are not faults; the others slow the GPU for a phys
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: bit -> (reason name, what it means, a fault?)
 REASONS: dict[int, tuple[str, str, bool]] = {

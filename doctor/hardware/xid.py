@@ -11,7 +11,10 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: …``; the message is what follows the code.
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\): "

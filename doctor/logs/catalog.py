@@ -25,9 +25,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
 
 from doctor.versions import version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: One template as the index keeps it: (template id, entry offset, entry length, *literal pieces longest first).
+    Row = tuple[Any, ...]
 
 #: The shape of what load() keeps in doctor.datacache; bumped when _parse() changes.
 _CACHE_FORMAT = 5
@@ -89,7 +95,7 @@ class TemplateMatch:
         return ", ".join(dict.fromkeys(s.where for s in self.sites))
 
 
-class _Entries(Mapping[str, dict[str, Any]]):
+class _Entries(Mapping[str, "dict[str, Any]"]):
     """Template id → its entry, each kept as its JSON text in the catalog's blob until first asked for: a log
     touches a few dozen of the ~20,000 entries, and reading and decoding them all would cost most of the run."""
 
@@ -112,10 +118,6 @@ class _Entries(Mapping[str, dict[str, Any]]):
 
     def __contains__(self, tid: object) -> bool:
         return tid in self._catalog.table()
-
-
-#: One template as the index keeps it: (template id, entry offset, entry length, *literal pieces longest first).
-Row = tuple[Any, ...]
 
 
 class Catalog:

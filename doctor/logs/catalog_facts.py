@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
 from doctor.logs.catalog import TemplateMatch, load, match_quote, scan
 from doctor.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Excerpt lines the facts quote at most (a crash loop prints the same refusal hundreds of times).
 MAX_MATCHES = 50

@@ -15,9 +15,12 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: Bytes kept from the start and from the end of a log. vLLM's start-up (banner, arguments, engine config,
 #: memory profile, CUDA graphs, routes) is 40-60 kB for one worker; a dead engine's tracebacks from eight

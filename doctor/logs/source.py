@@ -4,20 +4,20 @@ playbooks/causes/*.yaml and those of the user's ``--playbooks DIR``, so a cause 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from doctor.errors import InputError
 from doctor.logs.parse import GUARD, LogReading, log_facts
 from doctor.logs.read import LogText, joined, read_log
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.playbook.loader import PlaybookSet
+
+    Signatures = dict[str, list[dict[str, Any]]]
 
 #: A recorded excerpt holds the lines that gave facts; past this many it was not written by llmdoctor.
 MAX_EXCERPT_LINES = 20_000
-
-
-Signatures = dict[str, list[dict[str, Any]]]
 
 
 def signatures(pbset: PlaybookSet | None = None) -> Signatures:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
@@ -20,7 +19,10 @@ from doctor.model.fit import DEFAULT_MEM_FRACTION, Layout, LayoutFit, fit_layout
 from doctor.model.kvcache import KVLayout, kv_layout
 from doctor.model.weights import WeightPlan
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
 
 

@@ -8,11 +8,11 @@ doctor/engines/command.py exactly like a pasted command, which is what `lint` an
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from doctor.plan.flags import FlagChoice
 from doctor.plan.rules import rules
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.engines.catalog import Catalog
     from doctor.engines.command import LaunchCommand

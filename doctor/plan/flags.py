@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from doctor.hardware.catalog import GpuModel
 from doctor.model.card import ModelCard
 from doctor.model.units import format_tokens
 from doctor.plan.rules import rules
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
     from doctor.engines.families import Family
     from doctor.model.weights import WeightPlan

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from doctor.hardware.catalog import GpuModel
 from doctor.model.card import ModelCard
@@ -28,6 +27,10 @@ from doctor.model.units import format_bytes, format_tokens
 from doctor.plan.capacity import Capacity
 from doctor.plan.request import Demand
 from doctor.plan.rules import rules
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TP, DP = "tp", "dp-attention"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.model.weights import WeightPlan, plan_weights
@@ -29,7 +28,10 @@ from doctor.plan.parallelism import Decision, Parallelism, choose, gpus_text
 from doctor.plan.request import Demand, PlanRequest, demand_for
 from doctor.plan.verdict import DOES_NOT_RUN, CommandCheck, check_command, overall
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
     from doctor.engines.command import LaunchCommand
     from doctor.engines.families import Family

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.plan.rules import latency_modes, rules
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENGINES = ("vllm", "sglang")
 

@@ -10,11 +10,14 @@ the launch-failure and hardware-fit trees: a critical one means it does not run,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from doctor.findings import Finding
 from doctor.playbook.engine import Diagnosis
 from doctor.sources.offline import Gathered, OfflineInputs, Workload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNS, DEGRADED, DOES_NOT_RUN = "runs", "runs-degraded", "does-not-run"
 STATUSES = (RUNS, DEGRADED, DOES_NOT_RUN)

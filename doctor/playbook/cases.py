@@ -10,10 +10,13 @@ is checked the way a shipped one is.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.playbook.loader import Cause, PlaybookSet
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCE = "scenario (the cause file's cases)"
 #: Facts whose null is a value ("the command does not set it"), so a negative's null sets them rather than

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 from doctor.playbook.schema import FACT_KEY, PLAYBOOK_SCHEMA, UNARY_OPS, VALUE_OPS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = Path(__file__).with_name("schemas")

@@ -7,10 +7,13 @@ the YAML defines them.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.playbook.loader import PlaybookSet
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.playbook/1"
 

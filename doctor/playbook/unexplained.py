@@ -17,12 +17,14 @@ Everything is derived from the facts and the diagnosis, so a snapshot replays it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Finding, Unchecked
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.playbook.loader import PlaybookSet
 
 

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
 
 from doctor.errors import InputError
 from doctor.facts import Facts
@@ -38,6 +37,10 @@ from doctor.probes.base import (
 )
 from doctor.probes.http import HttpError, post_json
 from doctor.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 CHAT = "/v1/chat/completions"
 #: Per-request deadline when --active runs without an explicit --timeout: a 256-token answer from a large model

@@ -13,11 +13,13 @@ CPU), which `check` spends only when the symptom is hung or its evidence is aske
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.facts import Facts
 from doctor.probes.base import ProbeOptions, Target, auth_headers
 from doctor.probes.http import HttpError, get
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "liveness"
 PATH = "/health_generate"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import re
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.probes.gpu import GpuProcess, GpuReading
@@ -26,6 +25,10 @@ from doctor.probes.nvidia_smi_values import flag as _yes
 from doctor.probes.nvidia_smi_values import na as _na
 from doctor.probes.nvidia_smi_values import number as _number
 from doctor.probes.nvidia_smi_values import whole as _int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _XML_DOC = re.compile(r"<nvidia_smi_log\b.*?</nvidia_smi_log>", re.DOTALL)

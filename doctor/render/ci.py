@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
 from doctor.findings import CAUSE_DOCS, severity_rank
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.findings import Finding
     from doctor.playbook.loader import Cause

@@ -7,9 +7,11 @@ rendering (tests/test_gpus_cli.py keeps the two identical).
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.hardware.catalog import GpuModel, all_gpus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HEADER = ("| name | sm / gfx | memory | memory used for planning | BW GB/s | dense BF16 / FP8 TFLOPS | FP8 | NVFP4 "
           "| MXFP4 | class | interconnect (NVLink domain) |")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from doctor.model.card import ModelCard
 from doctor.model.units import format_bytes, format_count, format_tokens
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 

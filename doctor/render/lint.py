@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from doctor.humanize import readable
 from doctor.model.band import capacity_summary
 from doctor.render.findings import findings_markdown, findings_text, verdict_line
 from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.commands.lint import LintResult
     from doctor.commands.lint_files import FilesResult

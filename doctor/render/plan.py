@@ -4,8 +4,6 @@ playbook findings, and (when it does not run) what would."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from doctor.model.band import approx_tokens
 from doctor.model.units import format_bytes, format_tokens
 from doctor.redact import redact_text
@@ -13,6 +11,7 @@ from doctor.render.findings import findings_markdown, findings_text
 from doctor.render.style import style
 from doctor.render.text import fit_line, width, wrap
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.plan.planner import EnginePlan, Plan
 

@@ -4,9 +4,12 @@ conditions, one cause's texts, the metric traps."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from doctor.render.style import style
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def listing_text(rows: list[dict[str, Any]], causes: int) -> str:

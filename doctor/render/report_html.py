@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
-from typing import Any
 
 from doctor.render.svg import bar_chart, legend, line_chart
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, key_facts, slug
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SECTIONS = ("summary", "findings", "instances", "unchecked", "queries", "problems")
 #: The KV chart draws the line at which the trees call the cache exhausted (playbooks/memory-filling-fast.yaml).

@@ -9,10 +9,13 @@ worst first, cut to a screen, and where the full report went.
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
 from doctor.render.style import style
 from doctor.report.view import ENGINE_NAMES, SEVERITY_ORDER, finding, key_facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _COLORS = {"critical": "red", "warning": "yellow", "info": "cyan"}
 

@@ -20,7 +20,6 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import SEVERITIES, Finding, worst_severity
@@ -37,6 +36,10 @@ from doctor.report.collect import (
 )
 from doctor.report.promql import Catalog, Selector, format_duration
 from doctor.report.targets import LiveResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.report/1"
 #: A chart point; a None value marks a hole in the data (the line breaks there).

@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from doctor.errors import TargetError
 from doctor.probes.base import Target
 from doctor.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: When the first this many queries all time out, Prometheus is taken as too slow for the rest of the run (once
 #: one query has answered, a slow one costs only its own fact).

@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.redact import redact_shapes, redact_text
@@ -36,6 +35,10 @@ from doctor.report.promql import (
     join_or,
 )
 from doctor.report.recorded import Recorded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Charts: (id, fact whose template is plotted, title, unit). GPU utilization is per GPU.
 CHARTS = (

@@ -19,9 +19,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA = Path(__file__).with_name("promql.yaml")
 ENGINES = ("vllm", "sglang")

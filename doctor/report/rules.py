@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.findings import CAUSE_DOCS, severity_rank
 from doctor.playbook.loader import Playbook, PlaybookSet
 from doctor.report.promql import Catalog, LabelFact, Params, format_duration, join_or
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFIX = "llmdoctor:"
 _COMPARE = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}

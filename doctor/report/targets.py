@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from doctor.errors import InputError
 from doctor.facts import Facts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.commands.fleet import TargetSpec
 

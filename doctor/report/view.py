@@ -7,9 +7,12 @@ format numbers the same way through here (a ratio as a percentage, a slope per m
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from doctor.findings import Evidence, Finding
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SEVERITY_ORDER = ("critical", "warning", "info")
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}

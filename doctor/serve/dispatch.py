@@ -16,11 +16,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from doctor.sources.alerts import Alert, Notification
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.commands.fleet import TargetResult, TargetSpec
 
 SCHEMA = "llmdoctor.serve/1"

@@ -14,11 +14,14 @@ import json
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.serve.dispatch import Dispatcher
 from doctor.sources.alerts import parse_notification
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A webhook body of 10,000 alerts with labels and annotations is a few MB; more is not Alertmanager.
 MAX_BODY_BYTES = 16 * 1024 * 1024

@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal  # noqa: TID253 - the tools' signatures are read at run time
 
 from pydantic import Field
 

@@ -12,9 +12,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Alertmanager's fingerprint is a 64-bit hash printed as 16 hex digits; it names the output file.
 _FINGERPRINT = re.compile(r"[0-9a-f]{1,64}")

@@ -21,9 +21,12 @@ What cannot be told (no product label, two products allowed, two engine containe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"

@@ -12,13 +12,16 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from doctor import __version__
 from doctor.errors import InputError
 from doctor.facts import Facts
 from doctor.probes.base import ProbeResult, Target, interpret_raw
 from doctor.redact import redact_obj
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.snapshot/1"
 #: Each probe's raw is capped by ProbeOptions.max_body_bytes (16 MiB), and /metrics keeps only the lines
