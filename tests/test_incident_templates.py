@@ -49,8 +49,6 @@ GENERIC = {
     "vllm-2bef527116": "a tool parser's catch-all around its own exception while serving: the model's output did not "
                        "parse, whether from the wrong parser (tool-parser-wrong: read from the command and the model) or "
                        "malformed output these words do not say",
-    "vllm-63253a5814": "an engine error while parsing a harmony (gpt-oss) reply; whether the release's parser has the "
-                       "fault is decided by the release (engine-too-old), not by these words",
     "lower-3b1a87a711": "Python's own NameError wording ('name 'x' is not defined'); Triton's site of the same words is a "
                         "coincidence of the template, and the fault is in the code that raised it",
     "lower-f2dd5a18a8": "Python's AttributeError wording ('X' object has no attribute 'y'; the catalog's nearest site of "
