@@ -45,10 +45,19 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("arguments", ("vllm/config.py", "vllm/config/*", "vllm/engine/arg_utils.py",
                        "vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/cli/*", "vllm/utils/argparse_utils.py",
                        "vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/utils.py",
-                       "vllm/entrypoints/launchers/*")),
+                       "vllm/entrypoints/launchers/*",
+                       # the same checks after the release moves: the server's argument checks
+                       # (validate_parsed_serve_args, validate_api_server_args) from launchers/cli_args.py (0.29.0-0.32.0)
+                       # to common/cli_args.py (0.33.0), the start-up helpers (get_non_default_args) to
+                       # common/startup.py (0.33.0), and the data-parallel supervisor's argument checks
+                       # (launchers/dp_supervisor.py from 0.29.0) at their first place (0.22.0-0.28.0)
+                       "vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/common/startup.py",
+                       "vllm/entrypoints/openai/dp_supervisor.py")),
         ("model-load", ("vllm/model_executor/model_loader/*", "vllm/transformers_utils/*",
                         "vllm/model_executor/models/registry.py", "vllm/model_executor/models/config.py",
                         "vllm/tokenizers/*", "vllm/multimodal/registry.py",
+                        # MultiModalRegistry's cache factories, moved out of it (0.31.0)
+                        "vllm/multimodal/cache/factories.py",
                         # before the model_loader package (0.2.0-0.4.1)
                         "vllm/model_executor/model_loader.py", "vllm/model_executor/weight_utils.py")),
         ("device-init", ("vllm/platforms/*", "vllm/worker/worker.py", "vllm/worker/worker_base.py",
