@@ -75,10 +75,14 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     "sglang": (
         ("arguments", ("sglang/srt/server_args.py", "sglang/srt/server_args_config_parser.py",
+                       # the --config file's parser, moved under utils/ (0.5.19)
+                       "sglang/srt/utils/server_args_config_parser.py",
                        "sglang/srt/arg_groups/*", "sglang/srt/configs/model_config.py",
                        "sglang/srt/configs/load_config.py", "sglang/srt/configs/device_config.py")),
         ("model-load", ("sglang/srt/model_loader/*", "sglang/srt/hf_transformers_utils.py",
                         "sglang/srt/utils/hf_transformers_utils.py", "sglang/srt/models/registry.py",
+                        # hf_transformers_utils.py split into a package (0.5.11): config, tokenizer, processor loading
+                        "sglang/srt/utils/hf_transformers/*",
                         "sglang/srt/configs/*")),
         ("device-init", ("sglang/srt/model_executor/model_runner.py", "sglang/srt/distributed/parallel_state.py",
                          "sglang/srt/entrypoints/engine.py", "sglang/srt/managers/tp_worker.py",
@@ -89,7 +93,12 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                          "sglang/srt/managers/controller/model_runner.py",
                          "sglang/srt/managers/controller/tp_worker.py")),
         ("kv-sizing", ("sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py",
-                       "sglang/srt/model_executor/model_runner_kv_cache_mixin.py")),
+                       "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+                       # the same sizing after the moves: the KV pools' sizing out of the model runner's mixin
+                       # (kv_cache_configurator.py, 0.5.16), the scheduler's KV cache build (kv_cache_builder.py,
+                       # 0.5.13), the host pools out of memory_pool_host.py (pool_host/, 0.5.14-0.5.23)
+                       "sglang/srt/mem_cache/kv_cache_configurator.py", "sglang/srt/mem_cache/kv_cache_builder.py",
+                       "sglang/srt/mem_cache/pool_host/*")),
         ("parsers", ("sglang/srt/function_call/function_call_parser.py", "sglang/srt/reasoning_parser.py",
                      "sglang/srt/parser/reasoning_parser.py")),
     ),
@@ -111,7 +120,8 @@ SERVING: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
     ),
     "sglang": (
         (("sglang/srt/managers/scheduler.py", "sglang/srt/managers/tp_worker.py",
-          "sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py"), True),
+          "sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py",
+          "sglang/srt/mem_cache/pool_host/*"), True),
     ),
 }
 #: The methods that build a long-lived object (its last name: ``Scheduler.init_tokenizer`` → ``init_tokenizer``).
