@@ -45,10 +45,22 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("arguments", ("vllm/config.py", "vllm/config/*", "vllm/engine/arg_utils.py",
                        "vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/cli/*", "vllm/utils/argparse_utils.py",
                        "vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/utils.py",
-                       "vllm/entrypoints/launchers/*")),
+                       "vllm/entrypoints/launchers/*",
+                       # the same checks where the releases moved them (0.33.0 lines): serve's argument checks
+                       # from launchers/cli_args.py (0.29.0-0.32.0) to common/cli_args.py (0.33.0:
+                       # validate_parsed_serve_args :531, run by `vllm serve`, entrypoints/cli/serve.py:159;
+                       # validate_api_server_args :615, by launchers/launcher.py:370); the start-up helpers
+                       # (get_non_default_args :63, by launcher.py:368) from serve/utils/api_utils.py, a module
+                       # of per-request helpers too, to common/startup.py (0.33.0); the data-parallel supervisor's
+                       # argument checks (launchers/dp_supervisor.py from 0.29.0) at their first place (0.22.0-0.28.0)
+                       "vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/common/startup.py",
+                       "vllm/entrypoints/openai/dp_supervisor.py")),
         ("model-load", ("vllm/model_executor/model_loader/*", "vllm/transformers_utils/*",
                         "vllm/model_executor/models/registry.py", "vllm/model_executor/models/config.py",
                         "vllm/tokenizers/*", "vllm/multimodal/registry.py",
+                        # MultiModalRegistry's cache factories, moved out of it (0.31.0); built as the engine
+                        # core and the renderer start (0.33.0: v1/engine/core.py:199, renderers/base.py:201)
+                        "vllm/multimodal/cache/factories.py",
                         # before the model_loader package (0.2.0-0.4.1)
                         "vllm/model_executor/model_loader.py", "vllm/model_executor/weight_utils.py")),
         ("device-init", ("vllm/platforms/*", "vllm/worker/worker.py", "vllm/worker/worker_base.py",
@@ -66,10 +78,14 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     "sglang": (
         ("arguments", ("sglang/srt/server_args.py", "sglang/srt/server_args_config_parser.py",
+                       # the --config file's parser, moved under utils/ (0.5.19; 0.5.23: server_args.py:685-688)
+                       "sglang/srt/utils/server_args_config_parser.py",
                        "sglang/srt/arg_groups/*", "sglang/srt/configs/model_config.py",
                        "sglang/srt/configs/load_config.py", "sglang/srt/configs/device_config.py")),
         ("model-load", ("sglang/srt/model_loader/*", "sglang/srt/hf_transformers_utils.py",
                         "sglang/srt/utils/hf_transformers_utils.py", "sglang/srt/models/registry.py",
+                        # hf_transformers_utils.py split into a package (0.5.11): config, tokenizer, processor loading
+                        "sglang/srt/utils/hf_transformers/*",
                         "sglang/srt/configs/*")),
         ("device-init", ("sglang/srt/model_executor/model_runner.py", "sglang/srt/distributed/parallel_state.py",
                          "sglang/srt/entrypoints/engine.py", "sglang/srt/managers/tp_worker.py",
@@ -80,7 +96,13 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                          "sglang/srt/managers/controller/model_runner.py",
                          "sglang/srt/managers/controller/tp_worker.py")),
         ("kv-sizing", ("sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py",
-                       "sglang/srt/model_executor/model_runner_kv_cache_mixin.py")),
+                       "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+                       # the same sizing after the moves (0.5.23 lines): the KV pools' sizing out of the model
+                       # runner's mixin (kv_cache_configurator.py from 0.5.16, built at model_runner.py:656), the
+                       # scheduler's KV cache build (kv_cache_builder.py from 0.5.13, scheduler.py:575), the host
+                       # pools out of memory_pool_host.py (pool_host/, 0.5.14-0.5.23; SERVING below, like it)
+                       "sglang/srt/mem_cache/kv_cache_configurator.py", "sglang/srt/mem_cache/kv_cache_builder.py",
+                       "sglang/srt/mem_cache/pool_host/*")),
         ("parsers", ("sglang/srt/function_call/function_call_parser.py", "sglang/srt/reasoning_parser.py",
                      "sglang/srt/parser/reasoning_parser.py")),
     ),
@@ -102,7 +124,8 @@ SERVING: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
     ),
     "sglang": (
         (("sglang/srt/managers/scheduler.py", "sglang/srt/managers/tp_worker.py",
-          "sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py"), True),
+          "sglang/srt/mem_cache/memory_pool.py", "sglang/srt/mem_cache/memory_pool_host.py",
+          "sglang/srt/mem_cache/pool_host/*"), True),
     ),
 }
 #: The methods that build a long-lived object (its last name: ``Scheduler.init_tokenizer`` → ``init_tokenizer``).
