@@ -36,7 +36,10 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Where a server is being set up, per catalog: (start-up class, file globs). A template raised or logged
 #: in these files is reachable before the server serves (docs/error-catalog.md reports the share mapped).
