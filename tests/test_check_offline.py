@@ -58,6 +58,21 @@ def test_glm5_on_two_rtx_4090_is_dsa_unsupported_gpu() -> None:
 
 
 @requires_shared
+def test_dsa_overrides_on_a_gpu_without_dsa_kernels_are_not_blamed() -> None:
+    """vllm-project/vllm#41117 (bench i041, a false lead): DeepSeek-V4-Flash with --kv-cache-dtype fp8 on RTX 4090s.
+    No release has DSA kernels for sm_89 (doctor/hardware/kernels.yaml), so the override is moot: the GPU is the
+    cause; the same override on a GPU that runs them stays dsa-kv-dtype-forced (the GLM-5.2 on B300 test above)."""
+    command = "vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 8 --kv-cache-dtype fp8 --max-model-len 8192"
+    config = str(shared_config("deepseek-ai__DeepSeek-V4-Flash.json"))
+    _rc, doc = _check("--command", command, "--config", config, "--gpu", "8x RTX 4090", "--engine-version", "0.20.0",
+                      "--symptom", "launch-failure")
+    assert "dsa-unsupported-gpu" in _ids(doc) and "dsa-kv-dtype-forced" not in _ids(doc)
+    _rc, doc = _check("--command", command, "--config", config, "--gpu", "8xB300", "--engine-version", "0.20.0",
+                      "--symptom", "launch-failure")
+    assert "dsa-kv-dtype-forced" in _ids(doc) and "dsa-unsupported-gpu" not in _ids(doc)
+
+
+@requires_shared
 def test_qwen35_prefix_caching_in_an_evaluation_pipeline() -> None:
     _rc, doc = _check("--command", QWEN35, "--config", str(shared_config("Qwen__Qwen3.5-397B-A17B.json")),
                       "--gpu", "H200:8", "--reproducible", "--temperature", "0",
