@@ -19,14 +19,18 @@ import stat
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
 
 try:  # CPython's own SHA-1: hashlib would load OpenSSL first (~12 M instructions, a tenth of a short run)
     from _sha1 import sha1
 except ImportError:  # pragma: no cover - an interpreter without it
     from hashlib import sha1
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
 _SUFFIX = ".marshal"
 _BLOB = ".blob"
 

@@ -16,7 +16,10 @@ given source text it runs the cached code for exactly that text, else compiles i
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Sources kept at most; past this the table starts again from those one run added.
 MAX_SOURCES = 2000

@@ -7,9 +7,12 @@ chain of evidence that led to it, how sure we are, and the exact fix. Renderers 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.humanize import readable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The generated causes documentation: one ``### cause-id`` heading per cause, so ``#cause-id`` links a cause
 #: (alert runbooks, SARIF rules, JUnit reports).

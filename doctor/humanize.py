@@ -7,7 +7,9 @@ reads the same in a finding's text, its evidence and the facts list. Python repr
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def readable(value: Any, limit: int = 120) -> str:

@@ -15,9 +15,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 _CHUNK = 1 << 20
 #: A NUL byte this early means a binary file (weights, an archive, UTF-16), never text we can read.

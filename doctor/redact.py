@@ -9,7 +9,10 @@ bearer tokens, well-known token prefixes), because a secret can hide in either.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MASK = "***"
 

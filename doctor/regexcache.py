@@ -18,7 +18,10 @@ corrupt file) is compiled afresh.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Patterns kept at most; a table past this (patterns built from inputs) starts again from those one run added.
 MAX_PATTERNS = 5000

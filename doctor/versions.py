@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
 
 from doctor.errors import InputError
 
@@ -70,11 +69,14 @@ def require_key(version: Any, what: str = "engine version") -> tuple[Any, ...]:
     return key
 
 
-class _Since(Protocol):
-    since: str
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeVar
 
+    class _Since(Protocol):
+        since: str
 
-_R = TypeVar("_R", bound=_Since)
+    _R = TypeVar("_R", bound=_Since)
 
 
 def rule_for(rules: Sequence[_R], version: str | None) -> _R | None:

@@ -9,9 +9,12 @@ the data so that schema errors can name the line they are on.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_YAML_BYTES = 4 * 1024 * 1024
 # libyaml's composer recurses in C once per nesting level: 100,000 nested '[' overflow the C stack (a segfault,

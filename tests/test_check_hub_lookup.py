@@ -96,3 +96,37 @@ def test_a_stalled_hub_does_not_hold_the_answer(engine: str, tmp_path: Path) -> 
         again, imported = _check(env, engine)
     assert "huggingface_hub" not in imported
     assert "did not answer in a run less than 1 h ago" in again["errors"]["model"]
+
+
+def test_the_hub_lookup_is_started_by_the_thread_that_waits_for_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` starts a lookup from the server probe's thread; the Hub part (which imports huggingface_hub, and with
+    it typing) starts only when the main thread waits for the answer, so that no thread is importing typing while
+    the main thread defines dataclasses (doctor/model/resolve.py ``_Lookup.wait``). A repo the HF cache and the memo
+    answer whole needs no thread at all."""
+    import threading
+
+    from doctor.model import resolve
+
+    config = shared_config("Qwen__Qwen3-8B.json")
+    tensors = dense_tensors(json.loads(config.read_text()), "BF16")
+    with HubServer({REPO: config_repo(config, extra=sharded(tensors, 2))}) as hub:
+        for name, value in _env(hub, tmp_path).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(resolve, "_LOOKUPS", {})
+        monkeypatch.setattr(resolve, "_RESOLVED", {})
+        prober = threading.Thread(target=resolve.prefetch, args=(REPO,))
+        prober.start()
+        prober.join()
+        (lookup,) = resolve._LOOKUPS.values()
+        assert lookup.thread.ident is None and not resolve.lookups_running()  # asked, not started
+        found = resolve.resolve_model(REPO, budget_s=30)
+        assert found.origin == "Hub" and found.weights is not None and lookup.thread.ident is not None
+        # the next lookup of the same repo: the cache and the memo answer it whole, no thread
+        monkeypatch.setattr(resolve, "_LOOKUPS", {})
+        monkeypatch.setattr(resolve, "_RESOLVED", {})
+        resolve.prefetch(REPO)
+        (again,) = resolve._LOOKUPS.values()
+        assert again.found is not None and again.found.origin == "HF cache" and again.thread.ident is None
+        assert again.found.weights == found.weights

@@ -5,10 +5,12 @@ they run over real inputs (live captures of real servers, real configs, real log
 from __future__ import annotations
 
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import ROOT, SHARED_FIXTURES, requires_shared
 
 from doctor.derive import ORDER, derive_all
@@ -156,6 +158,14 @@ def _text(path: Path) -> str:
     return path.read_text().replace("\0", " ").strip()
 
 
+def _incident_evidence(case: str, key: str) -> str:
+    """One evidence item of a benchmark case (bench/incidents/<case>-*.yaml), as a file --log/--client-output read."""
+    data = yaml.safe_load(next((ROOT / "bench" / "incidents").glob(f"{case}-*.yaml")).read_text(encoding="utf-8"))
+    path = Path(tempfile.mkdtemp()) / f"{case}.{key}"
+    path.write_text(data["evidence"][key], encoding="utf-8")
+    return str(path)
+
+
 def _inputs() -> dict[str, OfflineInputs]:
     """Real inputs that between them reach every analyzer."""
     sglang, vllm = LIVE / "sglang-0.5.23-cpu", LIVE / "vllm-0.32.0-cpu" / "plain-after"
@@ -185,6 +195,11 @@ def _inputs() -> dict[str, OfflineInputs]:
                     "--disaggregation-mode decode --tp 8 --dp 8 --enable-dp-attention --enable-deepep-moe --ep-size 8 "
                     "--disable-radix-cache --attention-backend fa3 --mem-frac 0.7 --cuda-graph-bs 128",
             engine_version="0.4.6"),
+        # a reporter's answer (vllm-project/vllm#12999) that closes a thinking block it never opened, on the
+        # thread's release; the command is the serving form of the flags the thread names (it posted none)
+        "a vLLM 0.7.2 answer with a closing think marker only": OfflineInputs(
+            command="vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-32B --enable-reasoning --reasoning-parser "
+                    "deepseek_r1", engine_version="0.7.2", client_output=_incident_evidence("i054", "client_output")),
         "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
         "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
         "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -481,3 +482,56 @@ def test_every_template_with_backticks_is_matched_without_them(engine: str) -> N
             return sum(c.isalpha() for p in tparts if isinstance(p, str) for c in p)
 
         assert found is not None and letters(catalog.templates[found.template]["parts"]) >= letters(parts), (tid, line)
+
+
+# ------------------------------------------------------------------------------------------- the generator's forms
+_FORMS = {  # each message form point 1 names, as a statement in the engine's source shows it
+    "raise f-string": lambda src: src.startswith("raise") and ('f"' in src or "f'" in src),
+    "raise .format": lambda src: src.startswith("raise") and ".format(" in src,
+    "log % args": lambda src: re.match(r"logger\.(error|warning|critical)\(", src) is not None and "%" in src,
+    "log _once": lambda src: re.match(r"logger\.\w+_once\(", src) is not None,
+}
+
+
+def test_the_generator_reads_every_message_form_of_a_real_wheel() -> None:
+    """Point 1's forms read from the real vLLM 0.33.0 wheel (tools/catalog_gen/errors.py, nothing imported): for the
+    first site of each form, the template's file:line is the statement's own line and every literal piece of the
+    template is in the statement's text, and the shipped table holds that template at that release and line."""
+    import zipfile
+
+    from conftest import find_wheel_file, unavailable
+
+    from tools.catalog_gen.error_history import _SKIP_PARTS
+    from tools.catalog_gen.errors import scan_source
+
+    wheel = find_wheel_file("vllm", "0.33.0")
+    if wheel is None:
+        unavailable("no cached vLLM 0.33.0 wheel (tools/fetch_test_wheels.sh)")
+    catalog = cat.load("vllm")
+    found: dict[str, tuple[str, dict, str]] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        # the engine's own modules, as the generator reads them (tools/catalog_gen/error_history.py _SKIP_PARTS)
+        for name in sorted(n for n in zf.namelist() if n.startswith("vllm/") and n.endswith(".py")
+                           and not _SKIP_PARTS & set(n.split("/"))):
+            text = zf.read(name).decode("utf-8", errors="replace")
+            lines = text.splitlines()
+            for site in scan_source(text, name)["sites"]:
+                src = lines[site["line"] - 1].strip()
+                form = next((f for f, test in _FORMS.items() if f not in found and test(src)), None)
+                if form is not None:
+                    statement = " ".join(ln.strip() for ln in lines[site["line"] - 1:site["line"] + 8])
+                    found[form] = (name, site, statement)
+            if len(found) == len(_FORMS):
+                break
+    assert set(found) == set(_FORMS)
+    at = catalog.release_index("0.33.0")
+    for form, (name, site, statement) in found.items():
+        # adjacent string literals and line breaks in the source: compare without quotes and blanks
+        compact = re.sub(r"""["'\s]""", "", statement)
+        literals = [re.sub(r"""["'\s]""", "", p) for p in site["parts"] if isinstance(p, str)]
+        assert literals and all(p in compact for p in literals), (form, name, site)
+        shipped = [s for tid, e in catalog.templates.items() if e["parts"] == site["parts"] for s in e["sites"]
+                   if s["file"] == name and catalog._order[s["since"]] <= at <= catalog._order[s["until"]]]
+        lines = [s["line"] if isinstance(s["line"], int) else s["line"][at - catalog._order[s["since"]]]
+                 for s in shipped]
+        assert site["line"] in lines, (form, name, site["line"], lines)

@@ -81,7 +81,105 @@ def test_the_tokenizer_fix_names_what_the_engine_release_requires() -> None:
     assert "enum=ModelWrapper" in fix
 
 
+# each recorded run's line, its template's source, the values its holes take, and the cause (None: named unmapped)
+_TOKENIZER_RUNS = [
+    ("tokenizers-0.23.3-missing-file.log", "io/error.rs", {}, None),
+    ("tokenizers-0.23.3-truncated.log", "serde_json src/error.rs:357", {"line": 85, "column": 1}, None),
+    ("tokenizers-0.19.1-empty.log", "serde_json src/error.rs:357", {"line": 1, "column": 0}, None),
+    ("tokenizers-0.23.3-added-token-no-content.log", "de/mod.rs:290", {"field": "content", "line": 1, "column": 99},
+     None),
+    ("tokenizers-0.19.1-unknown-model.log", "enum_untagged.rs", {"enum": "ModelWrapper", "line": 1, "column": 1503},
+     "tokenizer-load-failed"),
+    ("tokenizers-0.23.3-unknown-model.log", "enum_untagged.rs",
+     {"enum": "ModelUntagged", "line": 1, "column": 1504}, "tokenizer-load-failed"),
+    ("tokenizers-0.23.3-unknown-pre-tokenizer.log", "enum_untagged.rs",
+     {"enum": "PreTokenizerUntagged", "line": 1, "column": 263}, "tokenizer-load-failed"),
+]
+
+
+@pytest.mark.parametrize("name,source,values,cause", _TOKENIZER_RUNS)
+def test_tokenizers_load_errors_are_matched_from_the_librarys_own_runs(name: str, source: str, values: dict,
+                                                                       cause: str | None) -> None:
+    """Each damaged tokenizer.json a model load meets (missing, cut short, empty, an entry without a field, a model
+    type or pre-tokenizer the release does not know), as tokenizers 0.19.1 and 0.23.3 really print it: matched to
+    its curated template with the position as values; the unknown variants are tokenizer-load-failed, the rest
+    are named unmapped as a critical start-up refusal."""
+    line = _exception_line(LOWER / name)
+    match = cat.match_line(line, None, None)
+    assert match is not None and match.catalog == "lower" and match.sites[0].function == "tokenizers", line
+    assert source in match.where and match.values == values and match.cause == cause
+    if cause is None:
+        found = {f["id"]: f for f in _check("--log", str(LOWER / name))["findings"]}
+        assert found["engine-error-unplaced"]["severity"] == "critical"
+        assert line.removeprefix("Exception: ") in json.dumps(found["engine-error-unplaced"])
+
+
+@pytest.mark.parametrize("case,recorded", [
+    ("missing", "tokenizers-0.23.3-missing-file.log"),
+    ("truncated", "tokenizers-0.23.3-truncated.log"),
+    ("unknown-model", "tokenizers-0.23.3-unknown-model.log"),
+    ("unknown-pre-tokenizer", "tokenizers-0.23.3-unknown-pre-tokenizer.log"),
+    ("added-token-no-content", "tokenizers-0.23.3-added-token-no-content.log"),
+])
+def test_the_installed_tokenizers_prints_each_damaged_file_as_recorded(tmp_path, case: str, recorded: str) -> None:
+    """The installed tokenizers (a test extra) run on the same damaged files as the recorded runs: its message is
+    matched to the same template (the curated text follows the library, not only the fixture)."""
+    pytest.importorskip("tokenizers")
+    script = str(LOWER / "repro_tokenizers.py")
+    subprocess.run([sys.executable, script, "save", str(tmp_path)], check=True, capture_output=True, timeout=60)
+    subprocess.run([sys.executable, script, "broken", str(tmp_path)], check=True, capture_output=True, timeout=60)
+    target = tmp_path / ("missing/tokenizer.json" if case == "missing" else f"{case}.json")
+    result = subprocess.run([sys.executable, script, "load", str(target)], capture_output=True, text=True,
+                            timeout=60)
+    line = next(ln for ln in result.stderr.splitlines() if ln.startswith("Exception: "))
+    expected = cat.match_line(_exception_line(LOWER / recorded), None, None)
+    assert cat.match_line(line, None, None).template == expected.template, line
+
+
 # ------------------------------------------------------------------------------------------- Ray
+@pytest.mark.parametrize("name,template,values", [
+    ("ray-19326-infeasible.log", "lower-add9b988ec",
+     {"what": "actor or task", "resources": "{node:172.31.57.230: 0.001000}, {CPU: 1.000000}", "what_again": "task"}),
+    ("ray-19720-resource-deadlock.log", "lower-4f4473878f", {"what": "actor or task", "what_again": "actor or task"}),
+    ("ray-12628-resource-deadlock-1x.log", "lower-c4e5154bfb", {"resources": "{CPU: 1.000000}"}),
+    ("ray-16612-resource-deadlock-1x.log", "lower-c4e5154bfb", {"resources": "{CPU: 0.250000}"}),
+])
+def test_the_raylets_own_warnings_name_the_gpus_the_layout_lacks(name: str, template: str, values: dict) -> None:
+    """The raylet's compiled warnings (a task or actor no node can place now: infeasible, or the cluster's
+    resources held by actors), as public Ray threads quote them in the 2.x and 1.x wordings: matched to the curated
+    templates and, in a log that never started a server, named tp-exceeds-visible-gpus."""
+    facts = {f.key: f.value for f in read_log_input(str(LOWER / name)).facts}
+    match = next(m for m in facts["log.catalog.matches"] if m["catalog"] == "lower")
+    assert match["template"] == template and match["cause"] == "tp-exceeds-visible-gpus"
+    line = cat.match_line(next(ln for ln in (LOWER / name).read_text().splitlines() if "with ID" in ln), "vllm", None)
+    assert line is not None and line.template == template
+    assert {k: line.values[k] for k in values} == values
+    assert "tp-exceeds-visible-gpus" in facts["log.causes"]
+
+
+def _v2_line(counts: list[tuple[dict, int]], gang: str | None = None) -> str:
+    """A line as ray 2.55.1's ray/autoscaler/v2/event_logger.py:113-165 builds it: each request shape as
+    '{resource_map}*{count}', joined by ', ', after its lead (a placement group's with its detail)."""
+    lead = ("No available node types can fulfill resource requests " if gang is None else
+            f"No available node types can fulfill placement group requests (detail={gang}): ")
+    body = ", ".join(f"{shape}*{count}" for shape, count in counts)
+    return "(autoscaler +32s) " + lead + body + ". Add suitable node types to this cluster to resolve this issue."
+
+
+@pytest.mark.parametrize("line,template", [
+    (_v2_line([({"GPU": 1.0}, 4)]), "lower-23736ae6de"),
+    (_v2_line([({"node:10.0.0.2": 0.001, "GPU": 1.0}, 1), ({"GPU": 1.0}, 7)]), "lower-23736ae6de"),
+    (_v2_line([({"GPU": 1.0, "CPU": 1.0}, 8)], gang="STRICT_PACK"), "lower-e6e9fe5fc5"),
+])
+def test_the_v2_autoscalers_infeasible_reports_are_placement_failures(line: str, template: str) -> None:
+    """The v2 autoscaler's infeasible reports (no public engine thread quotes them yet: rendered as the wheel's code
+    builds them) are matched to their own templates, not to v1's 'Error: … resource request {request}', and name
+    tp-exceeds-visible-gpus."""
+    match = cat.match_line(line, "vllm", None)
+    assert match is not None and match.template == template and match.cause == "tp-exceeds-visible-gpus"
+    assert "event_logger.py" in match.where
+
+
 @pytest.mark.parametrize("name,values", [
     ("vllm-ray-no-node-types.log", {"request": "{'node:111.6.168.225': 0.001, 'GPU': 1.0}"}),
     ("vllm-ray-pending-gpus.log", {"request": "defaultdict(<class 'float'>, {'CPU': 4.0, 'GPU': 2.0})"}),
@@ -233,3 +331,59 @@ def test_a_placement_wait_that_ended_in_a_start_is_no_finding(tmp_path) -> None:
     assert "tp-exceeds-visible-gpus" not in {f["id"] for f in doc["findings"]}
     alone = _check("--log", str(PUBLIC / "vllm-ray-placement-wait.log"))
     assert "tp-exceeds-visible-gpus" in {f["id"] for f in alone["findings"]}
+
+
+def test_every_recorded_marker_is_decided_for_linux_x86_64() -> None:
+    """Every environment marker pins.json holds is decided for Linux x86_64 CPython (none is left as text), and a
+    requirement it keeps loses its marker: vLLM 0.6.4.post1's xformers (``platform_system == "Linux" and
+    platform_machine == "x86_64"``, its METADATA) is the pin itself."""
+    from doctor.engines.pins import marker_holds, pins
+
+    table = json.loads((ROOT / "doctor" / "engines" / "pins.json").read_text())
+    markers = {r["marker"] for releases in table["engines"].values() for read in releases.values()
+               for reqs in read["requires"].values() for r in reqs if r["marker"]}
+    assert markers and {m: marker_holds(m) for m in markers} == dict.fromkeys(markers, True)
+    assert marker_holds('platform_machine == "aarch64"') is False and marker_holds('python_version < "3.10"') is None
+    assert pins("vllm", "0.6.4.post1")["xformers"] == "==0.0.28.post3"
+
+
+def test_an_sglang_release_gets_the_layers_below_through_the_vllm_it_pins() -> None:
+    """SGLang 0.4.2's wheel requires vllm==0.6.4.post1 under srt and torch without a bound, no transformers or Ray
+    (its METADATA, pins.json): what those layers are comes from vLLM 0.6.4.post1's own pins, and says so. A range
+    of vLLM releases is followed over the releases it admits; an open one (SGLang 0.4.0's >=0.6.3.post1) is not."""
+    from doctor.engines.pins import effective_pins, pins
+
+    own = pins("sglang", "0.4.2")
+    assert own["vllm"] == "==0.6.4.post1" and own["torch"] == "any" and "transformers" not in own
+    below = pins("vllm", "0.6.4.post1")
+    got = effective_pins("sglang", "0.4.2")
+    assert got["torch"] == (below["torch"], "via vllm 0.6.4.post1") == ("==2.5.1", "via vllm 0.6.4.post1")
+    assert got["transformers"] == (below["transformers"], "via vllm 0.6.4.post1")
+    assert got["flashinfer"] == (own["flashinfer"], "")  # its own pin stays its own
+    ranged = effective_pins("sglang", "0.4.0.post1")
+    assert ranged["torch"] == ("==2.4.0 | ==2.5.1", "via vllm 0.6.3.post1-0.6.4.post1")
+    assert effective_pins("sglang", "0.4.0")["torch"] == ("any", "") and "ray" not in effective_pins("sglang", "0.4.0")
+
+
+def test_a_lower_message_under_an_sglang_release_names_the_vllm_its_pin_came_from() -> None:
+    """A Ray message read from the ray 2.55.1 wheel, in a log of SGLang 0.4.2: the finding's pin says the range
+    comes through vLLM 0.6.4.post1 (SGLang asks for no Ray itself), and the engine.pins.ray fact's source says so."""
+    from doctor.derive.analyzers import derive_engine_pins
+    from doctor.logs.catalog_facts import catalog_facts
+
+    catalog = cat.load("lower")
+    entry = next(e for _t, e in sorted(catalog.templates.items())
+                 if any(s["file"] == "ray/util/placement_group.py" for s in e["sites"])
+                 and all(isinstance(p, str) for p in e["parts"]))
+    out: dict = {}
+    catalog_facts([f"ValueError: {entry['parts'][0]}"], "sglang", "0.4.2",
+                  lambda key, value, _source: out.__setitem__(key, value))
+    match = next(m for m in out["log.catalog.matches"] if m["catalog"] == "lower")
+    assert match["pinned"] == ("sglang 0.4.2 requires ray >=2.9 (via vllm 0.6.4.post1); this message was read from "
+                               "ray 2.55.1 (within it)")
+    facts = Facts()
+    facts.set("log.catalog.matches", out["log.catalog.matches"], "test input")
+    facts.set("engine.name", "sglang", "test input")
+    facts.set("launch.version", "0.4.2", "test input")
+    derive_engine_pins(facts)
+    assert facts.get("engine.pins.ray") == ">=2.9" and "via vllm 0.6.4.post1" in facts.fact("engine.pins.ray").source

@@ -106,10 +106,14 @@ def _without_timings(doc: dict) -> dict:
 
 
 def test_a_live_check_runs_without_click_and_answers_as_click_does() -> None:
-    """Over loopback against a replayed SGLang: the fast path imports no click; the same line with a flag only click
-    reads (``--timeout 2``, the default) gives the same document and exit code."""
+    """Over loopback against a replayed SGLang: the fast path imports no click (nor typing); the same line with a flag
+    only click reads (``--timeout 2``, the default) gives the same document and exit code."""
     with LocalServer(_routes()) as srv:
-        assert "click" not in _imports("check", "--endpoint", srv.endpoint, "--offline")
+        fast_imports = _imports("check", "--endpoint", srv.endpoint, "--offline")
+        assert "click" not in fast_imports
+        # typing is ~13 M instructions: the modules a check imports name its types only under TYPE_CHECKING
+        assert "typing" not in fast_imports | _imports("check", "--endpoint", srv.endpoint, "--offline", "--format",
+                                                       "json")
         assert "click" in _imports("check", "--endpoint", srv.endpoint, "--offline", "--timeout", "2")
         fast = run_cli("check", "--endpoint", srv.endpoint, "--offline", "--format", "json")
         slow = run_cli("check", "--endpoint", srv.endpoint, "--offline", "--format", "json", "--timeout", "2")

@@ -165,6 +165,8 @@ def test_nested_text_config_paths_are_reported() -> None:
     ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8", "fp8"),
     ({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}, "mxfp4", "mxfp4"),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", "nvfp4"),
+    # hf_quant_config.json's layout inside config.json, as vLLM reads it (0.33.0 quantization/modelopt.py:324-342)
+    ({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "group_size": 16}}, "nvfp4", "nvfp4"),
     ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, "compressed-tensors", "nvfp4"),
     ({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq", "int4"),
 ])
@@ -172,6 +174,15 @@ def test_quantization_methods(qc: dict, method: str, fmt: str) -> None:
     card = analyze(cfg(quantization_config=qc))
     assert card.quantization.method == method and card.quantization.weight_format == fmt
     assert card.weight_bytes < card.params * 2
+
+
+def test_modelopt_exclude_modules_one_level_down_stay_16_bit() -> None:
+    qc = {"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "exclude_modules": [
+        "lm_head", "model.language_model.layers.0.self_attn*"]}}
+    card = analyze(cfg(quantization_config=qc))
+    assert card.quantization.unquantized == ("lm_head", "attention")
+    assert card.weight_bytes > analyze(cfg(quantization_config={"quant_method": "modelopt",
+                                                                "quant_algo": "NVFP4"})).weight_bytes
 
 
 # -- unknown and bad input ------------------------------------------------------------------------

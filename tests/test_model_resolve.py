@@ -290,6 +290,11 @@ def test_quantization_modelopt_leaves_the_format_to_the_checkpoint() -> None:
     # a flag that names the format still goes before the name
     assert served_format(config_method=None, served_name="org/model-FP8", launch_quantization="modelopt_fp4",
                          hf_quant=None) == ("nvfp4", "--quantization modelopt_fp4")
+    # a config that declares its own format keeps it: the family flag is not a format (the autokernel5090 export,
+    # config.json quant_algo NVFP4, served with --quantization modelopt under a name that also says NVFP4)
+    for name in ("gemma-4-26B-A4B-it-NVFP4-modelopt", "local/export"):
+        assert served_format(config_method="nvfp4", served_name=name, launch_quantization="modelopt",
+                             hf_quant=None) is None
 
 
 def test_a_mismatched_config_that_still_does_not_fit_is_a_warning() -> None:

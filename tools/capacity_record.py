@@ -75,6 +75,8 @@ def table(runs: list[dict[str, object]]) -> str:
 
     def row(title: str, value: str, some: list[dict[str, object]], field: str = "error") -> None:
         errors = [abs(float(r[field])) for r in some]  # type: ignore[arg-type]
+        if not errors:  # a blind batch whose logs give no weights has no weights row
+            return
         within = sum(e <= tolerance for e in errors)
         lines.append(f"| {title} | {value} | {len(errors)} | {within} ({within / len(errors):.0%}) | "
                      f"{statistics.median(errors):.1%} | {percentile(errors, 0.9):.1%} |")

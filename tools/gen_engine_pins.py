@@ -111,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     old = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    engines = {e: dict(old.get("engines", {}).get(e, {})) if args.reuse else {} for e in ("vllm", "sglang")}
+    # --only reads one engine again and keeps the other's releases as they are
+    engines = {e: dict(old.get("engines", {}).get(e, {})) if args.reuse or (args.only and e != args.only) else {}
+               for e in ("vllm", "sglang")}
     todo = [(e, v) for e, v in shipped_versions() if (not args.only or e == args.only) and v not in engines[e]]
     failed = 0
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -104,7 +104,8 @@ def option_table() -> dict[str, object]:
 def table_text(table: dict[str, object]) -> str:
     import pprint
 
-    return TABLE_HEADER + "from typing import Any\n\nCHECK: dict[str, Any] = " + \
+    return TABLE_HEADER + "from __future__ import annotations\n\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n" \
+        "    from typing import Any\n\nCHECK: dict[str, Any] = " + \
         pprint.pformat(table, width=116, sort_dicts=False) + "\n"
 
 

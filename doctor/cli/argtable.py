@@ -6,7 +6,11 @@ checks are absent (the fast path leaves those lines to click). ``defaults``: wha
 not given. ``groups``: the object each option group makes, and from which parameters.
 """
 
-from typing import Any
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECK: dict[str, Any] = {'argument': 'target',
  'options': {'--endpoint': ('endpoint', 'value', None),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from doctor.cli.output import OutputFlags, echo, emit_document, emit_json, exit_code
 from doctor.errors import EXIT_OK, EXIT_UNEXPLAINED, EXIT_UNREACHABLE, InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.cli.flags import ActiveFlags, LiveFlags, OfflineFlags, PlaybookFlags, ScopeFlags
     from doctor.sources.offline import Workload
 

@@ -14,9 +14,12 @@ tests/test_fastcheck.py checks, for generated command lines, that the two readin
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from doctor.cli.argtable import CHECK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parse(args: list[str]) -> dict[str, Any] | None:

@@ -8,11 +8,11 @@ every command.)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from doctor.errors import InputError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     pass
 
 

@@ -7,7 +7,10 @@ import errno
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def guarded(call: Callable[[], Any]) -> int:

@@ -14,11 +14,13 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import EXIT_FINDINGS, EXIT_OK
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.findings import Finding
 
 #: Kept here (not imported from doctor.findings) so that defining options costs no import at start-up.

@@ -13,13 +13,15 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
 from doctor.sources.offline import Gathered, OfflineInputs
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.playbook.engine import Diagnosis
     from doctor.probes.base import ProbeOptions, ProbeResult, Target
     from doctor.probes.runner import PendingProbes

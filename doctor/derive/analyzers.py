@@ -111,6 +111,26 @@ def derive_engine_name(facts: Facts) -> None:
             return
 
 
+@analyzer(reads=("engine.name", "launch.version", "log.reasoning_end_only"),
+          produces=("engine.reasoning_split_without_open_tag",))
+def derive_reasoning_split(facts: Facts) -> None:
+    """engine.reasoning_split_without_open_tag: whether the release's reasoning parsers can split an output that
+    closes a thinking block it never opened (doctor/engines/release_rules.yaml reasoning_split_without_open_tag).
+    Decided only where an output like that was seen and the engine and its release are known (a rule that says
+    "per parser" decides nothing): the newest rule is no claim about the release in use."""
+    engine, version = facts.get("engine.name"), facts.get("launch.version")
+    if "log.reasoning_end_only" not in facts or engine not in ("vllm", "sglang") or not version:
+        return
+    from doctor.engines.release_rules import rule
+    from doctor.versions import orderable_version
+
+    found = rule("reasoning_split_without_open_tag", engine, orderable_version(version))
+    if found is None or found.values.get("splits") is None:
+        return
+    facts.set("engine.reasoning_split_without_open_tag", bool(found.values["splits"]),
+              f"{engine} {version} ({found.evidence})")
+
+
 @analyzer(reads=("gpu.util",),
           produces=("gpu.util_max", "gpu.util_skew"))
 def derive_gpu_balance(facts: Facts) -> None:
@@ -468,11 +488,12 @@ def derive_engine_pins(facts: Facts) -> None:
     version = facts.get("launch.version") or facts.get("server.version") or facts.get("log.version")
     if engine not in ("vllm", "sglang") or not isinstance(version, str):
         return
-    from doctor.engines.pins import pins, source
+    from doctor.engines.pins import effective_pins, source
 
     where = source(engine, version)
-    for package, spec in pins(engine, version).items():
-        facts.set(f"engine.pins.{package.replace('-', '_')}", spec, where)
+    for package, (spec, origin) in effective_pins(engine, version).items():
+        # a pin only the engine below sets (SGLang 0.4.2's torch, through its vllm==0.6.4.post1) says so
+        facts.set(f"engine.pins.{package.replace('-', '_')}", spec, f"{where}; {origin}" if origin else where)
 
 
 @analyzer(reads=("model.architectures",), produces=("model.vllm_pp_class",))

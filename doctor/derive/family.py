@@ -4,11 +4,14 @@ expects on this engine and release (doctor/engines/families.yaml): one analyzer,
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from doctor.derive.registry import analyzer
 from doctor.facts import Facts
 from doctor.versions import orderable_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What derive_family reads: the model's identity (the command's, the server's, the config's) and the engine release.
 _READS = ("launch.model", "server.model_path", "model.name", "model.architectures", "server.architectures",

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from doctor.facts import Facts
 
 Run = Callable[[Facts], None]
-F = TypeVar("F", bound=Run)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    F = TypeVar("F", bound=Run)
 
 
 class RegistryError(Exception):

@@ -23,11 +23,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.versions import release
 from doctor.versions import version_key as _version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENGINES = ("vllm", "sglang")
 CATALOG_DIR = Path(__file__).resolve().parent / "catalogs"

@@ -17,7 +17,6 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.engines import shapes
 from doctor.engines.catalog import (
@@ -33,6 +32,10 @@ from doctor.engines.semantics import equivalent_dest, folk_flag
 from doctor.errors import InputError
 from doctor.redact import MASK, is_secret_name, redact_env, redact_text
 from doctor.versions import extract_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _BOOLEAN_NAME = re.compile(r"^--(enable|disable|no|use|trust|skip|allow|force|show|log)-")
 _HUMAN_INT = re.compile(r"^(-?\d+(?:\.\d+)?)([kmgtKMGT]?)$")

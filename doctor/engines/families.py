@@ -21,12 +21,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
 from doctor.redact import redact_text
 from doctor.versions import version_at_least, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENGINES = ("vllm", "sglang")
 DATA_FILE = Path(__file__).with_name("families.yaml")

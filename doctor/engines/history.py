@@ -9,7 +9,9 @@ every release's wheel; this module only reads them. Splitting the table into one
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "llmdoctor.catalog-history/1"
 #: sections stored as name → value (rebuilt as dicts) and as lists of items keyed by one field (sorted by it)

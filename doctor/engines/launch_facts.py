@@ -7,14 +7,16 @@ launch.dp``. The engine-specific → neutral mapping lives in semantics.yaml, no
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.engines.catalog import default_hedge
 from doctor.engines.command import FlagValue, LaunchCommand
 from doctor.engines.semantics import load_semantics
 from doctor.facts import Facts
 from doctor.humanize import readable
 from doctor.playbook.conditions import evaluate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _PROBLEM_FACTS = {
     "unknown_flag": "launch.unknown_flags",

@@ -12,7 +12,9 @@ bound of what vLLM derives — a launch above it is refused for certain.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: vllm/transformers_utils/model_arch_config_convertor.py:396-412, in vLLM's order
 LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",

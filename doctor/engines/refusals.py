@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 from doctor.facts import Facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA_FILE = Path(__file__).with_name("refusals.yaml")
 #: how each engine spells its tensor-parallel flag in the message

@@ -11,7 +11,9 @@ from vLLM's rule (doctor/engines/maxlen.py): vLLM takes the smallest key, SGLang
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: sglang/srt/utils/hf_transformers/common.py:667-673, in SGLang's order (the first present wins)
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",

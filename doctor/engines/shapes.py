@@ -13,10 +13,13 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.versions import extract_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 WHERE = "launch command"
 #: The longest launch command read: a pasted Kubernetes manifest is tens of KiB; past this it is not a command

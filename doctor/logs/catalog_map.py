@@ -111,12 +111,15 @@ CONSTRUCTION = ("__init__", "__post_init__", "__new__", "init*", "_init*", "init
                 "load_model", "determine_available_memory", "compile_or_warm_up_model", "get_kv_cache_spec")
 
 
-#: Modules under the start-up packages that a user runs as a command of their own (argparse and a ``__main__``
-#: block: SGLang 0.5.23's expert-pack builders and validator, sglang/srt/model_loader/expert_pack/build.py,
-#: prepare_*.py, validate.py), never reached while a server starts.
+#: Modules under the start-up packages that a user runs as a command of their own, never reached while a server
+#: starts: SGLang 0.5.23's expert-pack builder and validator (argparse and a ``__main__`` block:
+#: sglang/srt/model_loader/expert_pack/build.py, validate.py). Not its ``expert_pack/prepare_*.py``:
+#: ``--load-format expert_pack`` with a raw GGUF runs them as the server starts
+#: (sglang/srt/model_loader/expert_pack_runtime.py:161-176 and :505-510, from the argument hook
+#: sglang/srt/arg_groups/expert_pack_hook.py:96-108), so what they and the modules they import (kimi_ggml.py,
+#: format.py) raise ends a start.
 OFFLINE: dict[str, tuple[str, ...]] = {
-    "sglang": ("sglang/srt/model_loader/expert_pack/build.py", "sglang/srt/model_loader/expert_pack/prepare_*.py",
-               "sglang/srt/model_loader/expert_pack/validate.py"),
+    "sglang": ("sglang/srt/model_loader/expert_pack/build.py", "sglang/srt/model_loader/expert_pack/validate.py"),
 }
 
 

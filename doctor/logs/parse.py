@@ -127,6 +127,14 @@ _SGL_GRAPH_OFF = _rule('Cuda graph is disabled', r"(Cuda graph is disabled .*)$"
 _SGL_STATS = _rule('Decode batch',   # managers/scheduler_components/metrics_reporter.py:963
     r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
     r"(?:.*?accept len: ([\d.]+),)?(?: accept rate: ([\d.]+),)?.*?#queue-req: (\d+)", re.M)
+# The acceptance length alone, in any engine's wording: SGLang's "accept len: L" (metrics_reporter.py:1005) and its
+# test runner's "accept_len: L" (test/run_combined_tests.py:196), both 0.5.23. L is the tokens kept per verify step
+# and request, the target model's own token included (metrics_reporter.py:973, spec_num_accept_tokens /
+# spec_num_forward_ct; batch_result_processor.py:986-989 adds the step's generated tokens): 1.00 keeps no draft.
+_SPEC_LENGTH = _rule('accept', r"\baccept(?: len|_len|_length| length): ([\d.]+)", re.M)
+# A thinking block closed but never opened in what the model returned (a client's answer, a logged output): the
+# prompt opened it (a chat template that ends the prompt with "<think>"), so the output holds only "</think>".
+_THINK_END = _rule('</think>', r"^(.*</think>.*)$", re.M)
 _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M)
 #: a request refused at admission (managers/utils.py:282-285, 0.5.23; 0.4.3 :33-36): the limit is
 #: min(context_len - 1, KV pool tokens - 1) - 5 (managers/tp_worker.py:568-572, 0.5.23; 0.4.3 :110-114)
@@ -283,6 +291,8 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     _engine_kwargs(scan, put, engine)
     _xid_events(scan, put)
     _rocm(scan, put)
+    _spec_length(scan, put, facts)
+    _reasoning_end_only(scan, put)
     if "log.started" not in facts:  # no ready line: it died starting, or that part of the log was not read
         put("log.started", False if "log.error" in facts else None,
             "an error, and no line saying the server is ready" if "log.error" in facts
@@ -541,6 +551,39 @@ def _problems(scan: _Scan, put: Any) -> None:
 _ROCM = (_rule('got gfx', r"\bgot (gfx\d{3,4}[a-z]?)\b", re.M),
          _rule('HSA_STATUS_ERROR_', r"\b(HSA_STATUS_ERROR_[A-Z_]+)", re.M),
          _rule('rocdevice.cpp', r"\b(rocdevice\.cpp)", re.M))
+
+
+def _spec_length(scan: _Scan, put: Any, facts: Facts) -> None:
+    """log.spec_accept_length from a line that gives only the acceptance length (SGLang 0.4.x's Decode batch line
+    has no accept rate; a benchmark's summary line), and log.spec_accept_rate 0 where that length is 1.00 or less:
+    the length counts the target model's own token, so 1.00 means every draft token was rejected. A longer length
+    without the number of draft tokens per step decides no rate, and a rate the engine printed wins."""
+    if "log.spec_accept_rate" in facts:
+        return
+    m = scan.last(_SPEC_LENGTH)
+    if not m:
+        return
+    try:
+        length = float(m.group(1))
+    except ValueError:  # "accept len: ." is no number
+        return
+    if "log.spec_accept_length" not in facts:
+        put("log.spec_accept_length", length, "the last acceptance length printed")
+    if 0 < length <= 1.0:
+        put("log.spec_accept_rate", 0.0, f"acceptance length {m.group(1)}: the target's own token only, no draft "
+            "token kept (sglang 0.5.23 metrics_reporter.py:973)")
+
+
+def _reasoning_end_only(scan: _Scan, put: Any) -> None:
+    """log.reasoning_end_only: the text closes a thinking block ("</think>") and opens none. The model's turn was
+    opened by the prompt, so a parser that looks for the opening marker in the output finds none and leaves the
+    thinking in the answer (vLLM 0.7.2 vllm/entrypoints/openai/reasoning_parsers/deepseek_r1_reasoning_parser.py:
+    112-114 returns no reasoning without "<think>"; 0.7.3 :130-135 puts the marker back)."""
+    if "<think>" in scan.text:
+        return
+    m = scan.first(_THINK_END)
+    if m:
+        put("log.reasoning_end_only", m.group(1).strip()[:200], "a '</think>' with no '<think>' before it")
 
 
 def _rocm(scan: _Scan, put: Any) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.model import layers as L
@@ -20,6 +19,10 @@ from doctor.model.fields import ConfigView, Field
 from doctor.model.params import estimate_params, kda_shape, part_bytes, weight_bytes
 from doctor.model.quantization import detect_quantization
 from doctor.model.rope import rope_tables
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _KNOWN_FILE = Path(__file__).with_name("known.json")
 #: Far above any real model (the deepest here has 126 layers); guards per-layer lists against nonsense.

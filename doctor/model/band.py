@@ -15,7 +15,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECORD_PATH = Path(__file__).with_name("capacity_record.json")
 #: Fewer comparable runs than this and a stratum is not narrowed further: a band from three runs says little.

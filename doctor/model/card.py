@@ -7,9 +7,12 @@ without the parsing code, and so the JSON shape lives next to the fields it seri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.model.fields import shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,12 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Largest config.json we parse (real ones are a few KiB; the biggest vision configs ~100 KiB).
 MAX_CONFIG_BYTES = 16 * 1024 * 1024

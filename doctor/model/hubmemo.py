@@ -17,9 +17,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from doctor.model.checkpoint import CheckpointWeights
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How long "the Hub did not answer" is believed (seconds).
 UNREACHABLE_S = 3600.0

@@ -10,10 +10,13 @@ decided it, so the KV and state sizing never has to know which encoding a config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.model.card import Evidence
 from doctor.model.fields import ConfigView, Field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FULL, SLIDING, CHUNKED, LINEAR, NONE = "full", "sliding", "chunked", "linear", "none"
 

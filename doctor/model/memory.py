@@ -19,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from doctor.model.card import ModelCard
 from doctor.versions import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA_PATH = Path(__file__).with_name("engine_memory.yaml")
 GIB = 2**30
@@ -176,7 +179,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
                  gpu_memory_bytes: int | None = None, mem_fraction: float | None = None,
                  gpu_sm: int | None = None, ep: int = 1, nvswitch: bool = False,
                  enforce_eager: bool = False, flashinfer_sampler: bool = False,
-                 mxfp4_backend: str | None = None, cuda_total: bool = False) -> NonKV | None:
+                 mxfp4_backend: str | None = None, cuda_total: bool = False,
+                 estimate_cudagraphs: bool | None = None) -> NonKV | None:
     """What the engine takes from ``memory × fraction`` per GPU besides weights and KV (None: no rule).
 
     vLLM: the profile run's peak (activations, sampler pass) and non-torch allocations. SGLang: its fraction
@@ -187,7 +191,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
     FlashInfer's top-k/top-p sampler, whose pass holds less than the release's default full sort. ``mxfp4_backend``:
     the MXFP4 MoE backend the engine says it runs, where the install decides it (mxfp4_padding_bytes).
     ``cuda_total``: ``gpu_memory_bytes`` is CUDA's own total (GpuModel.memory_is_cuda_total), so nothing of
-    CUDA_UNREPORTED_BYTES is taken off."""
+    CUDA_UNREPORTED_BYTES is taken off. ``estimate_cudagraphs``: the launch sets the release's switch for taking the
+    CUDA graph estimate off the pool (engine_memory.yaml cudagraph_pool env_switch); None: the release's default."""
     unreported = 0 if cuda_total else CUDA_UNREPORTED_BYTES
     if engine == "sglang":
         return _sglang_non_kv(version, mem_fraction, unreported)
@@ -221,6 +226,8 @@ def non_kv_bytes(card: ModelCard, engine: str, version: str | None, *, tp: int =
         sampler = int(rows * card.vocab_size * float(per_element))
     graphs = rule("cudagraph_pool", engine, version)
     taken_off = graphs is not None and bool(graphs.values.get("taken_off_kv"))
+    if graphs is not None and graphs.values.get("env_switch") and estimate_cudagraphs is not None:
+        taken_off = estimate_cudagraphs
     cudagraphs = 0 if enforce_eager or not taken_off else int(float(graphs.values.get("estimate_gib", 0)) * GIB)
     state, state_source = hybrid_state_bytes(card, engine, version, max_num_seqs)
     padding, padding_source = mxfp4_padding_bytes(card, engine, version, tp=tp, ep=ep, gpu_sm=gpu_sm,
@@ -570,6 +577,35 @@ def engine_pool_facts(card: ModelCard, facts: Any, engine: str | None = None) ->
     if "model.kv_bytes_per_token" not in out:
         out.update(mtp_draft_facts(card, facts, engine))
     out.update(replicated_weight_facts(card, facts, engine))
+    out.update(mtp_draft_weight_facts(card, facts, engine))
+    return out
+
+
+def mtp_draft_weight_facts(card: ModelCard, facts: Any, engine: str | None = None) -> Any:
+    """model.weight_bytes with the MTP draft's layers, which vLLM loads beside the model when --speculative-config
+    names an MTP method (engine_memory.yaml mtp_draft_weights; doctor/model/weights.py mtp_draft_bytes prices
+    them); nothing for another engine, method or release, or a model without MTP layers."""
+    from doctor.facts import Facts
+    from doctor.model.weights import mtp_draft_bytes
+
+    out = Facts()
+    engine = engine or facts.get("launch.engine")
+    spec = facts.get("launch.flags.speculative_config")
+    base, experts = facts.get("model.weight_bytes"), facts.get("model.expert_weight_bytes")
+    if engine != "vllm" or not isinstance(spec, dict) or not isinstance(base, int):
+        return out
+    method = str(spec.get("method") or "")
+    found = rule("mtp_draft_weights", "vllm", facts.get("launch.version"))
+    if found is None or not (method == "mtp" or method.endswith("_mtp")):
+        return out
+    extra, extra_experts = mtp_draft_bytes(card)
+    if not extra:
+        return out
+    out.set("model.weight_bytes", base + extra,
+            f"derived: {base} B + the MTP draft's {card.mtp_layers} layer(s), {extra} B at the model's format "
+            f"(--speculative-config method {method}; vllm {facts.get('launch.version') or 'newest'}: {found.evidence})")
+    if isinstance(experts, int):
+        out.set("model.expert_weight_bytes", experts + extra_experts, "derived: the routed experts with the MTP draft's")
     return out
 
 
@@ -709,13 +745,20 @@ def non_kv_facts(card: ModelCard, facts: Any) -> Any:
                                                 or facts.get("log.sampler") == "flashinfer"),
                             mxfp4_backend=facts.get("log.mxfp4_backend")
                             or ("Marlin" if str(facts.get("launch.env.VLLM_MXFP4_USE_MARLIN")) == "1" else None),
-                            cuda_total=_cuda_total(facts))
+                            cuda_total=_cuda_total(facts),
+                            estimate_cudagraphs=_env_switch(facts, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"))
     if estimate is None:
         out.error("engine.non_kv_bytes_per_gpu", f"{engine}: non-KV memory is not modelled for this engine or "
                                                  "its memory fraction is invalid")
         return out
     out.set("engine.non_kv_bytes_per_gpu", estimate.total, estimate.source)
     return out
+
+
+def _env_switch(facts: Any, name: str) -> bool | None:
+    """A 0/1 environment switch of the launch (None: not set, the release's default applies)."""
+    value = facts.get(f"launch.env.{name}")
+    return None if value is None else str(value).strip().lower() in ("1", "true")
 
 
 def _cuda_total(facts: Any) -> bool:

@@ -11,15 +11,20 @@ tests/test_model_params.py (within 2% for DeepSeek-V3, Qwen3-235B-A22B, gpt-oss-
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.model import layers as L
 from doctor.model.card import MoE, ParamEstimate, Quantization
 from doctor.model.fields import ConfigView
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 #: Parts a count is split into; weights are priced per part (quantized or kept 16-bit).
-PARTS = ("embed", "lm_head", "attention", "indexer", "linear_attention", "dense_mlp", "experts",
-         "shared_experts", "router")
+#: linear_attention is a linear-attention or SSM mixer's input side (its in-projections and convolution, which
+#: quantized builds of hybrids often keep 16-bit for the recurrent state's sake), linear_attention_out its output
+#: projection.
+PARTS = ("embed", "lm_head", "attention", "indexer", "linear_attention", "linear_attention_out", "dense_mlp",
+         "experts", "shared_experts", "router")
 #: Parts every engine keeps in 16-bit whatever the checkpoint's scheme (embeddings, routers, lm_head).
 ALWAYS_16BIT = ("embed", "lm_head", "router")
 
@@ -47,7 +52,9 @@ def estimate_params(v: ConfigView, plan: L.LayerPlan, moe: MoE | None, defaults:
             parts["indexer"] = _indexer_params(v, h, plan)
     else:
         parts["attention"] = _gqa_params(v, plan, h, heads)
-    parts["linear_attention"] = plan.count(L.LINEAR) * _linear_layer(v, plan.linear_kind, h, heads)
+    mixer_in, mixer_out = _linear_layer(v, plan.linear_kind, h, heads)
+    parts["linear_attention"] = plan.count(L.LINEAR) * mixer_in
+    parts["linear_attention_out"] = plan.count(L.LINEAR) * mixer_out
 
     dense_layers, moe_layers = _mlp_layout(v, plan, moe)
     if plan.kv_heads_by_layer is not None:
@@ -179,7 +186,8 @@ def kda_shape(v: ConfigView) -> tuple[int, int, int]:
     return heads, head_dim, kernel
 
 
-def _linear_layer(v: ConfigView, kind: str | None, h: int, heads: int) -> int:
+def _linear_layer(v: ConfigView, kind: str | None, h: int, heads: int) -> tuple[int, int]:
+    """(input side, output projection) parameters of one linear-attention or SSM mixer."""
     def get(*names: str, default: int = 0) -> int:
         return v.int_or(*names, default=default)
 
@@ -188,26 +196,26 @@ def _linear_layer(v: ConfigView, kind: str | None, h: int, heads: int) -> int:
         vh, vd = get("linear_num_value_heads"), get("linear_value_head_dim")
         k = get("linear_conv_kernel_dim", default=4)
         conv_dim = 2 * kh * kd + vh * vd
-        return h * (2 * kh * kd + 2 * vh * vd) + h * 2 * vh + conv_dim * k + vh * vd * h
+        return h * (2 * kh * kd + 2 * vh * vd) + h * 2 * vh + conv_dim * k, vh * vd * h
     if kind == "kda":
         nh, d, k = kda_shape(v)
-        return 4 * h * nh * d + 2 * (h * d + d * nh * d) + h * nh + 3 * nh * d * k
+        return 3 * h * nh * d + 2 * (h * d + d * nh * d) + h * nh + 3 * nh * d * k, h * nh * d
     if kind == "mamba2":
         nh, hd = get("mamba_num_heads"), get("mamba_head_dim")
         ng, state = get("n_groups", "mamba_n_groups"), get("ssm_state_size", "mamba_d_state")
         k = get("conv_kernel", "mamba_d_conv", default=4)
         inner = nh * hd
         conv_dim = inner + 2 * ng * state
-        return h * (2 * inner + 2 * ng * state + nh) + conv_dim * k + inner * h
+        return h * (2 * inner + 2 * ng * state + nh) + conv_dim * k, inner * h
     if kind == "mamba1":
         inner = get("mamba_expand", default=2) * h
         state = get("mamba_d_state", "ssm_state_size", default=16)
         k = get("mamba_d_conv", default=4)
         dt_rank = get("mamba_dt_rank", default=-(-h // 16))
         return (h * 2 * inner + inner * k + inner * (dt_rank + 2 * state) + dt_rank * inner
-                + inner * state + inner * h)
+                + inner * state), inner * h
     hd = get("head_dim", default=h // heads)
-    return 4 * h * heads * hd
+    return 3 * h * heads * hd, h * heads * hd
 
 
 def _mlp_layout(v: ConfigView, plan: L.LayerPlan, moe: MoE | None) -> tuple[int, int]:

@@ -10,10 +10,12 @@ Bytes per parameter, by storage format:
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.model.card import Evidence, Quantization
 from doctor.model.fields import MAX_INT, ConfigView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FP8_BLOCK = 1 + 4 / (128 * 128)
 MXFP4 = 0.5 + 1 / 32
@@ -33,13 +35,16 @@ QUANTIZATION_LOADERS: dict[str | None, tuple[str, ...]] = {
     None: ("fp8", "bitsandbytes", "experts_int8", "w8a8_int8", "torchao", "fp8_e4m3"),
 }
 
-#: Parts (see params.PARTS) that a pattern in an ignore list keeps unquantized.
+#: Parts (see params.PARTS) that a pattern in an ignore list keeps unquantized: the first hint the pattern contains
+#: decides. A linear-attention or SSM mixer's in-projections ("in_proj", as hybrid builds' ignore lists name them:
+#: Qwen3.5/3.6 GDN in_proj_qkv/z/a/b, Mamba's in_proj) are its input side; the whole mixer is both parts.
 _IGNORE_HINTS = (
-    ("shared_expert", "shared_experts"),
-    ("self_attn", "attention"), ("linear_attn", "linear_attention"), ("attention", "attention"),
-    ("mlp.(gate", "dense_mlp"), ("mlp\\.(gate", "dense_mlp"),
-    ("router", "router"), ("lm_head", "lm_head"), ("embed", "embed"),
-    ("vision", "vision"), ("visual", "vision"), ("mm_projector", "vision"),
+    ("shared_expert", ("shared_experts",)),
+    ("self_attn", ("attention",)), ("in_proj", ("linear_attention",)),
+    ("linear_attn", ("linear_attention", "linear_attention_out")), ("attention", ("attention",)),
+    ("mlp.(gate", ("dense_mlp",)), ("mlp\\.(gate", ("dense_mlp",)),
+    ("router", ("router",)), ("lm_head", ("lm_head",)), ("embed", ("embed",)),
+    ("vision", ("vision",)), ("visual", ("vision",)), ("mm_projector", ("vision",)),
 )
 
 
@@ -51,6 +56,10 @@ def detect_quantization(v: ConfigView, evidence: list[Evidence]) -> Quantization
     method = str(qc.get("quant_method", "")).lower()
     if not method:
         raise v.fail(f"{found.path}.quant_method", "missing")
+    if method.startswith("modelopt") and isinstance(qc.get("quantization"), dict):
+        # ModelOpt's hf_quant_config.json layout inside config.json: quant_algo and exclude_modules one level down,
+        # where vLLM reads them (vllm 0.33.0 model_executor/layers/quantization/modelopt.py:298-305, :324-342)
+        qc = {**qc, **qc["quantization"]}
     unquantized = _unquantized(qc)
     expert_bpp = None
 
@@ -140,9 +149,9 @@ def _unquantized(qc: dict[str, Any]) -> tuple[str, ...]:
             patterns += [str(p).lower() for p in value]
     parts: list[str] = []
     for pattern in patterns:
-        for hint, part in _IGNORE_HINTS:
-            if hint in pattern and part not in parts:
-                parts.append(part)
+        for hint, kept in _IGNORE_HINTS:
+            if hint in pattern and any(part not in parts for part in kept):
+                parts += [part for part in kept if part not in parts]
                 break
         else:
             if (pattern == "gate" or pattern.endswith(".gate")) and "router" not in parts:

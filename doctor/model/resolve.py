@@ -20,7 +20,6 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.model.checkpoint import CheckpointWeights, local_weights
@@ -32,6 +31,10 @@ from doctor.model.config import (
     looks_like_repo_id,
     parse_config_text,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Seconds for one Hub request (metadata, a config file, a header range): an incident does not wait on the
 #: Hub; huggingface_hub's own defaults are 10 s per request and more with its retries.
@@ -106,20 +109,51 @@ def _key(spec: str, offline: bool) -> tuple[str, bool, str, str]:
 
 # -- a lookup of its own ---------------------------------------------------------------------------------------
 class _Lookup:
-    """One repo id being resolved in a daemon thread: what it found, or what it raised."""
+    """One repo id being resolved: what the HF cache and the memo hold is read at once, and what only the Hub can
+    add is asked in a daemon thread, started by the first thread that waits for the answer (see ``wait``); what it
+    found, or what it raised."""
 
     def __init__(self, spec: str, offline: bool) -> None:
         self.started = time.monotonic()
         self.found: ResolvedModel | None = None
         self.error: BaseException | None = None
+        self._cached: ResolvedModel | None = None  # what the cache holds, for the Hub to complete
         self.thread = threading.Thread(target=self._run, args=(spec, offline), name=f"resolve-{spec}", daemon=True)
-        self.thread.start()
+        try:
+            local, complete = _locally(spec, offline)
+        except BaseException as exc:  # noqa: BLE001 — handed to the thread that waits for it
+            self.error = exc
+            return
+        if complete:
+            self.found = local
+            _RESOLVED[_key(spec, offline)] = (time.monotonic(), local)
+            return
+        self._cached = local
 
     def _run(self, spec: str, offline: bool) -> None:
         try:
-            self.found = resolve_model(spec, offline=offline)
+            self.found = _from_the_hub(spec, self._cached)
         except BaseException as exc:  # noqa: BLE001 — handed to the thread that waits for it
             self.error = exc
+        else:
+            _RESOLVED[_key(spec, offline)] = (time.monotonic(), self.found)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Whether the lookup is done after waiting at most ``timeout_s``; the Hub's thread is started here if it
+        was needed and is not running yet.
+
+        Started here, not where the lookup began (a probe's thread, `check`'s prefetch): huggingface_hub imports
+        typing, and while a thread imports it a half-made typing sits in sys.modules, from which dataclasses reads
+        typing.ClassVar for every field of every dataclass another thread defines (an AttributeError). `check`
+        never imports typing itself (doctor/__init__.py), and its main thread defines dataclasses as it imports
+        while the probes run; that thread is the one that waits here, so it imports typing whole first."""
+        if self.found is None and self.error is None and self.thread.ident is None:
+            import typing  # noqa: F401
+
+            self.thread.start()
+        if self.thread.ident is not None:
+            self.thread.join(max(0.0, timeout_s))
+        return not self.thread.is_alive()
 
 
 #: Repo ids being (or already) resolved in threads of their own, by resolve_model's key.
@@ -142,8 +176,7 @@ def prefetch(spec: str | None, *, offline: bool = False) -> None:
 
 
 def _within(lookup: _Lookup, spec: str, budget_s: float) -> ResolvedModel:
-    lookup.thread.join(max(0.0, lookup.started + budget_s - time.monotonic()))
-    if lookup.thread.is_alive():
+    if not lookup.wait(lookup.started + budget_s - time.monotonic()):
         late = f"the Hub ({_host(_endpoint())}) did not answer within {budget_s:g} s (what it answers is kept for " \
                "the next run)"
         cached = _from_cache(spec)  # the lookup was for the exact weights only: the config is here
@@ -161,7 +194,7 @@ def finish_lookups(limit_s: float = HUB_TIMEOUT) -> None:
     Face cache and the memo (doctor/model/hubmemo.py) for the next run; called once a run's answer is out."""
     deadline = time.monotonic() + limit_s
     for lookup in list(_LOOKUPS.values()):
-        lookup.thread.join(max(0.0, deadline - time.monotonic()))
+        lookup.wait(deadline - time.monotonic())
 
 
 def lookups_running() -> bool:
@@ -176,20 +209,50 @@ REMEMBER_S = 300.0
 
 
 def _resolve_repo(spec: str, offline: bool) -> ResolvedModel:
+    found, complete = _locally(spec, offline)
+    return found if complete and found is not None else _from_the_hub(spec, found)
+
+
+def _locally(spec: str, offline: bool) -> tuple[ResolvedModel | None, bool]:
+    """What the HF cache and the memo hold for ``spec`` without the Hub, and whether that is the whole answer (when
+    not, _from_the_hub completes it); offline and not cached is ModelNotResolved."""
     cached = _from_cache(spec)
     if cached is not None:
         if cached.weights is not None:
-            return cached
+            return cached, True
         # the headers an earlier run read from the Hub for this revision: no import, no request, even offline
         recalled = _recalled(spec, cached, _revision(cached))
         if recalled is not None or offline_mode(offline):
-            return recalled or cached
-        return _hub_weights(spec, cached)
-    if offline_mode(offline):
+            return recalled or cached, True
+    elif offline_mode(offline):
         why = "--offline" if offline else "HF_HUB_OFFLINE"
         raise ModelNotResolved(f"{spec}: not a local path and not in the Hugging Face cache at {hf_hub_cache()}; "
                                f"offline ({why}), so the Hub was not asked")
-    return _from_hub(spec)
+    not_asked = _not_asked(spec, cached)
+    return (not_asked, True) if not_asked is not None else (cached, False)
+
+
+def _from_the_hub(spec: str, cached: ResolvedModel | None) -> ResolvedModel:
+    """The Hub's part of a lookup: the whole repo, or the exact weights of a config already cached — unless the
+    Hub was taken as down since the lookup began (a fleet's lookups run side by side)."""
+    not_asked = _not_asked(spec, cached)
+    if not_asked is not None:
+        return not_asked
+    return _from_hub(spec) if cached is None else _hub_weights(spec, cached)
+
+
+def _not_asked(spec: str, cached: ResolvedModel | None) -> ResolvedModel | None:
+    """The answer without asking when the Hub is taken as down (_down): the cached config, saying why it has no
+    exact weights, or ModelNotResolved without one; None when the Hub may be asked."""
+    endpoint = _endpoint()
+    down = _down(endpoint)
+    if down is None:
+        return None
+    if cached is None:
+        raise ModelNotResolved(f"{spec}: the Hub ({_host(endpoint)}) did not answer {down}; "
+                               "pass --config with a local config.json, or --offline")
+    return replace(cached, weights_note=f"safetensors headers from the Hub: not asked: the Hub ({_host(endpoint)}) "
+                                        f"did not answer {down}")
 
 
 def _from_cache(repo: str) -> ResolvedModel | None:
@@ -295,10 +358,6 @@ def _mark_down(endpoint: str, exc: BaseException) -> None:
 
 
 def _from_hub(repo: str) -> ResolvedModel:
-    down = _down(_endpoint())
-    if down is not None:
-        raise ModelNotResolved(f"{repo}: the Hub ({_host(_endpoint())}) did not answer {down}; "
-                               "pass --config with a local config.json, or --offline")
     hub, api, endpoint = _hub()
     try:
         info = api.model_info(repo, timeout=HUB_TIMEOUT)
@@ -343,15 +402,10 @@ def _hub_weights(repo: str, found: ResolvedModel, revision: str | None = None) -
     or as an earlier run read them for this revision (doctor/model/hubmemo.py: no import, no request)."""
     from doctor.model.hubmemo import forget_unreachable, remember_weights
 
-    endpoint = _endpoint()
     revision = revision or _revision(found)
     recalled = _recalled(repo, found, revision)
     if recalled is not None:
         return recalled
-    down = _down(endpoint)
-    if down is not None:
-        return replace(found, weights_note=f"safetensors headers from the Hub: not asked: the Hub "
-                                           f"({_host(endpoint)}) did not answer {down}")
     _, api, endpoint = _hub()
     from doctor.model.checkpoint import Tensor, summarize
 

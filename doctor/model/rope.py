@@ -11,7 +11,9 @@ engine_memory.yaml ``rope_cache`` says in what precision; doctor/model/memory.py
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: config keys that say the model rotates positions (a model without any has no RoPE table)
 ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "rotary_dim", "partial_rotary_factor",

@@ -13,14 +13,16 @@ change of format needs another checkpoint (an NVFP4 repo, a BF16 original), whic
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.model.card import ModelCard, ParamEstimate, Quantization
 from doctor.model.params import part_bytes
 from doctor.model.quantization import FP8_BLOCK, MXFP4, NVFP4
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.engines.catalog import Catalog
     from doctor.model.checkpoint import CheckpointWeights
 
@@ -180,6 +182,29 @@ def with_checkpoint(card: ModelCard, weights: CheckpointWeights) -> ModelCard:
                    weight_source="safetensors", weight_detail=detail)
 
 
+def mtp_draft_bytes(card: ModelCard) -> tuple[int, int]:
+    """(bytes, routed-expert bytes) of the MTP layers an engine loads as a speculative-decoding draft, estimated
+    from the main model's own shapes at its weights' format: per MTP layer one full-attention layer (the main
+    model's attention layers' mean), one MoE layer (its MoE layers' mean; a dense model's MLP layer otherwise) and
+    the 16-bit projection that joins the token's embedding to the hidden state (2h x h). The draft shares the
+    target's embedding and lm_head (vllm 0.33.0 v1/spec_decode/llm_base_proposer.py:1466-1473, :1548-1551), so
+    neither is counted. (0, 0) for a model without MTP layers or attention layers."""
+    layers, parts = card.layers, card.param_parts
+    attention_layers = layers.total - layers.linear - layers.no_attention
+    if not card.mtp_layers or attention_layers <= 0:
+        return 0, 0
+    one = {"attention": parts.get("attention", 0) // attention_layers,
+           "router": 2 * card.hidden_size * card.hidden_size}  # the joining projection, priced as 16-bit
+    if card.moe is not None and card.moe.layers:
+        for part in ("experts", "shared_experts"):
+            one[part] = parts.get(part, 0) // card.moe.layers
+        one["router"] += parts.get("router", 0) // card.moe.layers
+    else:
+        one["dense_mlp"] = parts.get("dense_mlp", 0) // layers.total
+    priced = part_bytes(ParamEstimate({k: v * card.mtp_layers for k, v in one.items()}, 0, 0), card.quantization)
+    return sum(priced.values()), priced.get("experts", 0)
+
+
 def with_served_format(card: ModelCard, fmt: str, why: str) -> ModelCard:
     """The card priced at the served checkpoint's format when the config is a base model's: the layer shapes
     are the same, the bytes per parameter are the served repo's. The assumption is part of the source."""
@@ -198,8 +223,10 @@ def served_format(*, config_method: str | None, served_name: str | None, launch_
     CHECKPOINT_DECIDES). None when nothing says it differs."""
     launch = (LAUNCH_FORMATS.get(str(launch_quantization or "").lower()), f"--quantization {launch_quantization}")
     name = (name_format(served_name), f"from the model name {served_name}")
+    family = str(launch_quantization or "").lower() in CHECKPOINT_DECIDES
+    # a family flag only stands in for a format nothing else gives: a config that declares its own keeps it
     candidates = ((hf_quant_format(hf_quant), "hf_quant_config.json"),
-                  *((name, launch) if str(launch_quantization or "").lower() in CHECKPOINT_DECIDES else (launch, name)))
+                  *((name, *((launch,) if config_method is None else ())) if family else (launch, name)))
     for fmt, why in candidates:
         if fmt is not None and fmt != config_method:
             return fmt, why

@@ -23,12 +23,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.findings import Evidence
 from doctor.humanize import readable
 from doctor.versions import version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Tri = bool | None  # True, False, or None for unknown
 

@@ -20,10 +20,10 @@ when the node itself says ``confidence: low`` (an observation that fits, but doe
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Evidence, Finding, Unchecked, confidence_rank
@@ -33,7 +33,10 @@ from doctor.playbook.registry import Registry
 from doctor.playbook.reported import reported as symptoms_reported
 from doctor.playbook.template import render
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.playbook.unexplained import Unexplained
 
 #: How to learn an unknown fact, by key or namespace: what the user can add to the command line.
@@ -110,10 +113,11 @@ def diagnose(pbset: PlaybookSet, facts: Facts, symptoms: Iterable[str] | None = 
     diagnosis.findings = sorted(walk.found.values(), key=lambda f: (*f.sort_key()[:2], f.id in stages, f.id))
     # A cause already diagnosed elsewhere needs no "could not check" line.
     diagnosis.unchecked = [u for (_, cause), u in walk.unchecked.items() if cause not in walk.found]
-    if symptoms_reported(facts, diagnosis.ran):
+    reported = symptoms_reported(facts, diagnosis.ran)
+    if reported:
         from doctor.playbook.unexplained import explain
 
-        diagnosis.unexplained = explain(facts, diagnosis.findings, diagnosis.unchecked, diagnosis.ran, pbset)
+        diagnosis.unexplained = explain(facts, reported, diagnosis.findings, diagnosis.unchecked, pbset)
     return diagnosis
 
 
@@ -210,9 +214,11 @@ class _Walk:
         return known
 
 
-class Step(NamedTuple):
+class Step(namedtuple("Step", "when node then stop causes blocked_by")):
     """One node of a tree as the walk reads it: its ``when`` compiled, its children compiled, the causes below it
     (what an undecided branch could not check), all worked out once per loaded playbook (Playbook.steps)."""
+
+    __slots__ = ()
 
     when: Compiled | None
     node: dict[str, Any]

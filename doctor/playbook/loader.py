@@ -18,11 +18,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Generic, TypeVar
 
 from doctor.errors import InputError
 from doctor.playbook.registry import FactSpec, Registry
 from doctor.yamlsafe import MAX_YAML_BYTES, line_of, load_yaml
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    V = TypeVar("V")
 
 CAUSES_DIR = "causes"
 FACTS_DIR = "facts"
@@ -96,10 +101,7 @@ class Playbook:
         return None if self.applies_when is None else compile_condition(self.applies_when)
 
 
-V = TypeVar("V")
-
-
-class LazyEntries(Mapping[str, V], Generic[V]):
+class LazyEntries(Mapping[str, "V"]):
     """Entries kept marshalled, each built the first time it is asked for (then kept).
 
     A loaded set holds ~160 causes and ~360 registry entries, and a `check` reads the few its findings name: built

@@ -11,7 +11,9 @@ condition and ``log_node.note`` the words a finding shows for it.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The value of a tree's ``generate`` node: where the log-signature nodes go.
 MARKER = "log-signatures"

@@ -6,7 +6,9 @@ checks, and its errors are reported with the file, the line and the offending ke
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Comparison operators a condition may use (see docs/playbooks.md for their meaning).
 VALUE_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "not_contains", "matches",

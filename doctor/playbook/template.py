@@ -18,10 +18,13 @@ guarantee). An unknown key without one renders as ``<key?>`` so a template never
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.humanize import percent, readable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\|(gib|pct|join)(?=\|or:))?"
                           r"(?:\|([a-z]+)(?::([^{}]*))?)?\}")

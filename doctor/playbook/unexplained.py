@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from doctor.facts import Facts
 from doctor.findings import NOT_SAID, Finding, Unchecked
-from doctor.playbook.reported import reported
 
 if TYPE_CHECKING:
     from doctor.playbook.loader import PlaybookSet
@@ -85,10 +84,11 @@ class Unexplained:
                 "possible": [p.to_dict() for p in self.possible]}
 
 
-def explain(facts: Facts, findings: list[Finding], unchecked: list[Unchecked], ran: list[str],
+def explain(facts: Facts, reported: dict[str, str], findings: list[Finding], unchecked: list[Unchecked],
             pbset: PlaybookSet) -> Unexplained | None:
-    """The never-silent answer for the reported symptoms no finding explains; None when there are none."""
-    symptoms = {s: by for s, by in reported(facts, ran).items() if not any(f.symptom == s for f in findings)}
+    """The never-silent answer for the ``reported`` symptoms (doctor.playbook.reported: symptom -> who reported it)
+    no finding explains; None when there are none."""
+    symptoms = {s: by for s, by in reported.items() if not any(f.symptom == s for f in findings)}
     if not symptoms:
         return None
     open_causes = [u for u in unchecked if u.symptom in symptoms]

@@ -20,7 +20,6 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from doctor.errors import DoctorError, InputError
@@ -31,14 +30,18 @@ from doctor.redact import MASK, redact_text
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
-class ProbeModule(Protocol):
-    """What :func:`run_probe` needs from a probe module (``doctor.probes.server`` etc.)."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
-    NAME: str  # also the facts namespace its errors are recorded under
+    class ProbeModule(Protocol):
+        """What :func:`run_probe` needs from a probe module (``doctor.probes.server`` etc.)."""
 
-    def fetch(self, target: Target, opts: ProbeOptions) -> dict[str, Any]: ...
+        NAME: str  # also the facts namespace its errors are recorded under
 
-    def interpret(self, raw: dict[str, Any]) -> Facts: ...
+        def fetch(self, target: Target, opts: ProbeOptions) -> dict[str, Any]: ...
+
+        def interpret(self, raw: dict[str, Any]) -> Facts: ...
 
 
 class ProbeError(Exception):

@@ -16,9 +16,12 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from doctor.facts import Facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NVML_SOURCE = "nvml"
 #: The longest a sampling run waits for NVML Xid events (bounded: the run's budget includes it).

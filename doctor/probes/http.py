@@ -29,12 +29,15 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from doctor import __version__
 from doctor.probes.base import ProbeError, lookup_name
 from doctor.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5

@@ -23,12 +23,15 @@ import math
 import re
 import sys
 import time
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.probes.base import ProbeOptions, Target, auth_headers, load_data
 from doctor.probes.http import HttpError, get
 from doctor.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "metrics"
 ENGINES = ("vllm", "sglang")

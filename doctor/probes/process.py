@@ -14,12 +14,14 @@ variables that matter to serving, with secrets (``HF_TOKEN``, ``*_API_KEY``, any
 
 from __future__ import annotations
 
-from typing import Any
-
 from doctor.facts import Facts
 from doctor.probes import procfs
 from doctor.probes.base import ProbeOptions, Target, load_data, not_this_host
 from doctor.redact import MASK, redact_argv, redact_env
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "process"
 #: Environment variables read from the process: the engines' own, the GPUs it sees, KV offload, comms.

@@ -14,7 +14,11 @@ import time
 from collections.abc import Callable, Iterable
 
 from doctor.errors import InputError
-from doctor.probes.base import ProbeModule, ProbeOptions, ProbeResult, Target, interpret_raw, run_probe
+from doctor.probes.base import ProbeOptions, ProbeResult, Target, interpret_raw, run_probe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from doctor.probes.base import ProbeModule
 
 #: name -> module; the order is the order results come back in.
 PROBES: dict[str, str] = {

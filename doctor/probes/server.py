@@ -19,12 +19,15 @@ watermark secrets: sglang/srt/sampling/watermarking/core.py:34,110), so every bo
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.probes.base import ProbeOptions, Target, auth_headers, load_data
 from doctor.probes.http import HttpError, get
 from doctor.redact import MASK, is_secret_name, redact_obj, redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "server"
 _TEXT_KEPT = 500  # characters of a non-JSON body kept to explain an error

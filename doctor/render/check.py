@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
 
 from doctor.humanize import readable
 from doctor.model.band import capacity_summary
@@ -12,7 +11,10 @@ from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 from doctor.render.unexplained import unexplained_markdown, unexplained_text
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from doctor.commands.check import CheckRun
     from doctor.probes.base import ProbeResult
 

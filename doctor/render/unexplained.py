@@ -7,11 +7,10 @@ with the one input that decides it. Possible causes are never shown as findings.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from doctor.render.style import style
 from doctor.render.text import labelled, width, wrap
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.playbook.unexplained import Unexplained
 

@@ -11,10 +11,13 @@ soon as the model and the command are both known — before the memory model (do
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def online_fp8_facts(card: Any, facts: Facts) -> Facts:

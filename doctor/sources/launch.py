@@ -7,10 +7,9 @@ which is no fact, so ``gather`` (doctor/sources/offline.py) runs them as it read
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from doctor.facts import Facts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from doctor.engines.command import LaunchCommand
 

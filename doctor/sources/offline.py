@@ -13,7 +13,6 @@ not check. A *given* input that is wrong (unreadable file, unknown GPU, garbage 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from doctor.errors import InputError
 from doctor.facts import Facts
@@ -21,8 +20,10 @@ from doctor.sources.card import float32_facts, online_fp8_facts, parser_token_fa
 from doctor.sources.launch import parser_since_facts, spelling_facts
 from doctor.versions import orderable_version
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from doctor.engines.command import LaunchCommand
 
