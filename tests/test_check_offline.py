@@ -58,6 +58,21 @@ def test_glm5_on_two_rtx_4090_is_dsa_unsupported_gpu() -> None:
 
 
 @requires_shared
+def test_dsa_overrides_on_a_gpu_without_dsa_kernels_are_not_blamed() -> None:
+    """vllm-project/vllm#41117 (bench i041, a false lead): DeepSeek-V4-Flash with --kv-cache-dtype fp8 on RTX 4090s.
+    No release has DSA kernels for sm_89 (doctor/hardware/kernels.yaml), so the override is moot: the GPU is the
+    cause; the same override on a GPU that runs them stays dsa-kv-dtype-forced (the GLM-5.2 on B300 test above)."""
+    command = "vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 8 --kv-cache-dtype fp8 --max-model-len 8192"
+    config = str(shared_config("deepseek-ai__DeepSeek-V4-Flash.json"))
+    _rc, doc = _check("--command", command, "--config", config, "--gpu", "8x RTX 4090", "--engine-version", "0.20.0",
+                      "--symptom", "launch-failure")
+    assert "dsa-unsupported-gpu" in _ids(doc) and "dsa-kv-dtype-forced" not in _ids(doc)
+    _rc, doc = _check("--command", command, "--config", config, "--gpu", "8xB300", "--engine-version", "0.20.0",
+                      "--symptom", "launch-failure")
+    assert "dsa-kv-dtype-forced" in _ids(doc) and "dsa-unsupported-gpu" not in _ids(doc)
+
+
+@requires_shared
 def test_qwen35_prefix_caching_in_an_evaluation_pipeline() -> None:
     _rc, doc = _check("--command", QWEN35, "--config", str(shared_config("Qwen__Qwen3.5-397B-A17B.json")),
                       "--gpu", "H200:8", "--reproducible", "--temperature", "0",
@@ -167,10 +182,13 @@ def test_deprecation_warning_of_another_subcommand_is_not_a_deprecated_flag(tmp_
 
 def test_vllm_compiled_extension_missing_is_a_broken_install_not_an_old_release(tmp_path: Path) -> None:
     """vLLM's warning that vllm._C is absent (vllm/_custom_ops.py:17-18, 0.5.5-0.6.3.post1) explains the model
-    registry's 'not supported' for a Llama (vllm-project/vllm#9624): engine-too-old yields to it."""
+    registry's 'not supported' for a Llama (vllm-project/vllm#9624): engine-too-old yields to it. The missing module
+    is the engine's own compiled extension, so engine-package-incomplete names it (engine-dependency-missing, whose
+    fix installs a third-party package, yields to it since work9a; bench case i416 accepts either)."""
     log = tmp_path / "server.log"
     log.write_text("WARNING 10-25 00:26:20 _custom_ops.py:19] Failed to import from vllm._C with "
                    "ModuleNotFoundError(\"No module named 'vllm._C'\")\n"
                    "ValueError: Model architectures ['LlamaForCausalLM'] are not supported for now.\n")
     _rc, doc = _check("--offline", "--symptom", "launch-failure", "--engine-version", "0.6.3", "--log", str(log))
-    assert "engine-dependency-missing" in _ids(doc) and "engine-too-old" not in _ids(doc)
+    assert "engine-package-incomplete" in _ids(doc) and "engine-dependency-missing" not in _ids(doc)
+    assert "engine-too-old" not in _ids(doc)

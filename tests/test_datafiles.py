@@ -111,6 +111,8 @@ ONE_FIELD_BROKEN = [
      "did you mean 'replacement'?"),
     ("engines/catalogs/vllm.json", '"schema": "llmdoctor.catalog-history/1"', '"schema": "llmdoctor.catalog-history/9"',
      "'llmdoctor.catalog-history/1' was expected"),
+    ("engines/pp_architectures.json", '"schema": "llmdoctor.pp-architectures/1"',
+     '"schema": "llmdoctor.pp-architectures/9"', "'llmdoctor.pp-architectures/1' was expected"),
     ("engines/errors/lower.json.gz", '"schema":"llmdoctor.errors/1"', '"schema":"llmdoctor.errors/9"',
      "'llmdoctor.errors/1' was expected"),
 ]

@@ -422,7 +422,8 @@ def test_a_line_that_only_looks_like_the_class_does_not_name_it(cause: str, line
 @pytest.mark.parametrize("name", ["sglang-0.5.23-cpu/server.log", "vllm-0.32.0-cpu/plain-after/server.log"])
 def test_healthy_real_starts_name_none_of_the_new_classes(name: str) -> None:
     causes = _causes(LIVE / name)
-    for cause in ("engine-package-incomplete", "http-proxy-intercepts-warmup", "transformers-too-old-for-architecture"):
+    for cause in ("engine-package-incomplete", "http-proxy-intercepts-warmup", "transformers-too-old-for-architecture",
+                  "pooling-model-task-not-set"):
         assert cause not in causes
 
 
@@ -457,3 +458,67 @@ def test_sglang_importing_from_vllm_stays_a_dependency(case_id: str, tmp_path: P
     there is engine-dependency-missing, not the plugin class."""
     causes = _causes(_case_log(case_id, tmp_path))
     assert "engine-dependency-missing" in causes and "plugin-engine-version-mismatch" not in causes
+
+
+def test_sglang_quoting_a_low_static_fraction_names_the_fraction(tmp_path: Path) -> None:
+    """gpustack/gpustack#3831 (i366): SGLang's refusal quotes the fraction it ran under (sglang 0.5.23
+    srt/model_executor/pool_configurator.py:95-99; that release's debug f-string form). Under half the GPU it is the
+    lever, named first; the start-up out-of-memory stays named beside it."""
+    log = _case_log("i366", tmp_path)
+    facts = {f.key: f.value for f in read_log_input(str(log)).facts}
+    assert facts["log.refused_mem_fraction"] == 0.2
+    named = [f["id"] for f in _check("--log", str(log), "--symptom", "launch-failure")["findings"]]
+    assert named[:2] == ["mem-fraction-low", "startup-out-of-memory"]
+
+
+@pytest.mark.parametrize("line", [
+    # the 0.5.23 wording at a fraction SGLang picks for itself on a large GPU: the weights, not the fraction
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.85",
+    # 0.4.3's wording quotes no fraction (model_runner.py:627-630)
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+])
+def test_sglang_refusal_without_a_low_fraction_is_not_the_fraction(line: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    named = [f["id"] for f in _check("--log", str(path), "--symptom", "launch-failure")["findings"]]
+    assert "mem-fraction-low" not in named and "startup-out-of-memory" in named
+
+
+@pytest.mark.parametrize(("case_id", "why"), [
+    ("i483", "vLLM's 'vllm._flashmla_C is not available' (vllm/v1/attention/ops/flashmla.py:37, 0.33.0)"),
+    ("i628", "a source checkout as the working directory: its vllm has no compiled activation_ops, cuda_utils"),
+])
+def test_an_engine_package_without_its_compiled_modules(case_id: str, why: str, tmp_path: Path) -> None:
+    named = [f["id"] for f in _check("--log", str(_case_log(case_id, tmp_path)), "--symptom", "launch-failure")["findings"]]
+    assert named[:1] == ["engine-package-incomplete"], why
+    assert "engine-dependency-missing" not in named, "the engine's own package is not a missing dependency"
+
+
+def test_two_modelopt_variants_refused_as_a_mismatch_is_the_release(tmp_path: Path) -> None:
+    """vllm-project/vllm#42181 (i086): "(modelopt_fp4) … (modelopt)" — vLLM 0.33.0 config/model.py:1394-1450 lets
+    the checkpoint's ModelOpt variant replace the argument before comparing, so only an older release refuses the
+    pair; a real mismatch (i085: fp8 against gguf) stays quantization-mismatch."""
+    named = [f["id"] for f in _check("--log", str(_case_log("i086", tmp_path)), "--symptom", "launch-failure")["findings"]]
+    assert named[:1] == ["engine-too-old"] and "quantization-mismatch" not in named
+    assert "quantization-mismatch" in _causes(_case_log("i085", tmp_path))
+    assert "engine-too-old" not in _causes(_case_log("i085", tmp_path))
+
+
+def test_an_embedding_export_started_as_a_generator(tmp_path: Path) -> None:
+    """gpustack/gpustack#2170 (i575): vLLM 0.8.5 picked the generate task for Qwen3-Embedding and its loader found a
+    top-level 'embed_tokens' (vllm/model_executor/models/utils.py:442-448, 0.33.0)."""
+    named = [f["id"] for f in _check("--log", str(_case_log("i575", tmp_path)), "--symptom", "launch-failure")["findings"]]
+    assert named[:1] == ["pooling-model-task-not-set"]
+
+
+@pytest.mark.parametrize("line", [
+    # a name under the wrapper's own prefix, or the head: not a bare base-model export
+    "ValueError: There is no module or parameter named 'model.layers.0.mlp.gate' in Qwen3ForCausalLM",
+    "ValueError: There is no module or parameter named 'lm_head' in Qwen3ForCausalLM",
+    # a base model's own class has top-level layers: the name is not missing there for that reason
+    "ValueError: There is no module or parameter named 'layers' in Qwen3Model",
+])
+def test_a_missing_name_that_is_not_a_bare_base_model(line: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "pooling-model-task-not-set" not in _causes(path)

@@ -494,3 +494,19 @@ def derive_engine_pins(facts: Facts) -> None:
     for package, (spec, origin) in effective_pins(engine, version).items():
         # a pin only the engine below sets (SGLang 0.4.2's torch, through its vllm==0.6.4.post1) says so
         facts.set(f"engine.pins.{package.replace('-', '_')}", spec, f"{where}; {origin}" if origin else where)
+
+
+@analyzer(reads=("model.architectures",), produces=("model.vllm_pp_class",))
+def derive_vllm_pp_class(facts: Facts) -> None:
+    """model.vllm_pp_class: where the newest vLLM release read implements pipeline parallelism for the checkpoint's
+    architecture (doctor/engines/pp_architectures.json, from the wheel); set only when it does, so a release that
+    refused PP for it ("Pipeline parallelism is not supported for this model") is older than the support."""
+    from doctor.engines.pp_architectures import pp_class
+
+    found = facts.fact("model.architectures")
+    architectures = found.value if found is not None and isinstance(found.value, list) else []
+    for architecture in architectures:
+        where = pp_class(str(architecture))
+        if where:
+            facts.set("model.vllm_pp_class", where, f"derived: {architecture} in doctor/engines/pp_architectures.json")
+            return

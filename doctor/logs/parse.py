@@ -140,6 +140,11 @@ _SGL_READY = _rule('fired up', r"The server is fired up and ready to roll", re.M
 #: min(context_len - 1, KV pool tokens - 1) - 5 (managers/tp_worker.py:568-572, 0.5.23; 0.4.3 :110-114)
 _SGL_INPUT_LIMIT = _rule('exceeds the maximum allowed length',
                          r"Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)", re.M)
+#: SGLang's refusal to size an empty KV pool quotes the static fraction it ran under (sglang 0.5.23
+#: srt/model_executor/pool_configurator.py:95-99 "Current value: mem_fraction_static=X"; releases of late 2025 wrote
+#: the f-string's debug form "self.server_args.mem_fraction_static=X"; 0.4.3 model_runner.py:627-630 quoted none)
+_SGL_POOL_REFUSED = _rule('Not enough memory', r"Not enough memory\. Please try to increase --mem-fraction-static\."
+                          r"\s*Current value: (?:self\.server_args\.)?mem_fraction_static=([0-9]*\.?[0-9]+)", re.M)
 _SGL_MARK = re.compile(r"sglang|\] server_args=|#running-req", re.M)
 
 # any engine
@@ -282,6 +287,7 @@ def log_facts(log: LogText, signatures: dict[str, list[dict[str, Any]]] | None =
     elif engine == "sglang":
         _sglang(scan, put)
     _problems(scan, put)
+    _pool_refusal(scan, put)
     _engine_kwargs(scan, put, engine)
     _xid_events(scan, put)
     _rocm(scan, put)
@@ -491,6 +497,14 @@ def _engine_kwargs(scan: _Scan, put: Any, engine: str | None) -> None:
         f"'__init__() got an unexpected keyword argument' where {cls.group(0)} is built")
     if engine is None:
         put("log.engine", "sglang" if cls.group(0) == "ServerArgs" else "vllm", f"{cls.group(0)} in the traceback")
+
+
+def _pool_refusal(scan: _Scan, put: Any) -> None:
+    """log.refused_mem_fraction: the static fraction SGLang quotes when it refuses to start with no room for the KV
+    pool. Read whatever the engine guess (the line is SGLang's own, and an excerpt of one line names no engine)."""
+    m = scan.last(_SGL_POOL_REFUSED)
+    if m:
+        put("log.refused_mem_fraction", float(m.group(1)), "'Not enough memory … Current value: mem_fraction_static='")
 
 
 def _problems(scan: _Scan, put: Any) -> None:
