@@ -18,11 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any
 
 from doctor.facts import Facts
 from doctor.logs.read import LogText
 from doctor.redact import is_secret_name, redact_obj, redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What a log collector puts before the engine's own line: journald's short format (``Dec 01 12:41:11 host
 #: vllm[123]: ``), an RFC 3339 timestamp (``kubectl logs --timestamps``, Loki), docker compose's ``svc  | ``.
