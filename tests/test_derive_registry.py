@@ -200,6 +200,12 @@ def _inputs() -> dict[str, OfflineInputs]:
         "a vLLM 0.7.2 answer with a closing think marker only": OfflineInputs(
             command="vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-32B --enable-reasoning --reasoning-parser "
                     "deepseek_r1", engine_version="0.7.2", client_output=_incident_evidence("i054", "client_output")),
+        # a reporter's log of vLLM 0.8.3 refusing pipeline parallelism for Llama 4 (vllm-project/vllm#16231)
+        "vLLM 0.8.3 refusing PP for an architecture a later release runs with it": OfflineInputs(
+            command=yaml.safe_load(next((ROOT / "bench" / "incidents").glob("i461-*.yaml")).read_text())["evidence"][
+                "command"], engine_version="0.8.3",
+            config=str(CONFIGS / "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json"),
+            log=_incident_evidence("i461", "log")),
         "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
         "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
         "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),

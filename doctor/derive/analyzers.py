@@ -496,11 +496,14 @@ def derive_engine_pins(facts: Facts) -> None:
         facts.set(f"engine.pins.{package.replace('-', '_')}", spec, f"{where}; {origin}" if origin else where)
 
 
-@analyzer(reads=("model.architectures",), produces=("model.vllm_pp_class",))
+@analyzer(reads=("model.architectures", "log.error"), produces=("model.vllm_pp_class",))
 def derive_vllm_pp_class(facts: Facts) -> None:
     """model.vllm_pp_class: where the newest vLLM release read implements pipeline parallelism for the checkpoint's
     architecture (doctor/engines/pp_architectures.json, from the wheel); set only when it does, so a release that
-    refused PP for it ("Pipeline parallelism is not supported for this model") is older than the support."""
+    refused PP for it ("Pipeline parallelism is not supported for this model") is older than the support. Only a
+    log's error is read against it (launch-failure.yaml), so a run without one does not open the table."""
+    if not facts.get("log.error"):
+        return
     from doctor.engines.pp_architectures import pp_class
 
     found = facts.fact("model.architectures")
