@@ -599,3 +599,15 @@ def test_a_prompt_longer_than_the_maximum_model_length_is_the_context(tmp_path: 
     """vllm V1's input processor (i675, zai-org/Glyph#9): 'The decoder prompt (length 163840) is longer than the
     maximum model length of 131072', as the client got it."""
     assert "context-shorter-than-requests" in _causes(_case_text("i675", "client_output", tmp_path))
+
+
+@pytest.mark.parametrize("line", [
+    "ImportError: cannot import name 'x' from 'transformers_stream_generator' (/site-packages/x/__init__.py)",
+    "Ignore import error when loading sglang.srt.models.foo: cannot import name 'A' from 'transformers'",
+])
+def test_not_transformers_or_a_skipped_module_is_not_its_version(line: str, tmp_path: Path) -> None:
+    """Another package whose name starts with 'transformers', and a model module SGLang skipped on a server that goes
+    on, are not the engine's transformers at another release."""
+    path = tmp_path / "server.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "transformers-version-mismatch" not in _causes(path)
