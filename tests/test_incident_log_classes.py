@@ -18,8 +18,8 @@ from doctor.logs.source import read_log_input
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "incidents"
 LIVE = ROOT / "fixtures" / "live"
-#: only worked batches are read here (a blind batch is never run before it is measured)
-WORKED = {1, 2, 3, 4, 5, 6}
+#: only worked batches are read here (a blind batch is never run before it is measured; batch 7 measured at 79466ea)
+WORKED = {1, 2, 3, 4, 5, 6, 7}
 
 
 def _case_path(case_id: str) -> Path:
@@ -522,3 +522,92 @@ def test_a_missing_name_that_is_not_a_bare_base_model(line: str, tmp_path: Path)
     path = tmp_path / "x.log"
     path.write_text(line + "\n", encoding="utf-8")
     assert "pooling-model-task-not-set" not in _causes(path)
+
+
+def _case_text(case_id: str, key: str, tmp_path: Path) -> Path:
+    """One evidence key of a worked case (client_output, log) as a file, as the benchmark's runner passes it."""
+    data = yaml.safe_load(_case_path(case_id).read_text(encoding="utf-8"))
+    assert int(data["batch"]) in WORKED
+    path = tmp_path / f"{case_id}.{key}"
+    path.write_text(str(data["evidence"][key]), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("case_id", "why"), [
+    ("i652", "SGLang's piecewise CUDA graphs: 'Piecewise CUDA Graph failed with error:' (its context manager's log)"),
+    ("i661", "CUDA's own text of cudaErrorStreamCaptureInvalidated (901), as torch prints it"),
+])
+def test_a_capture_error_in_words_is_the_capture(case_id: str, why: str, tmp_path: Path) -> None:
+    """The capture failed (not memory): named, and ahead of the start-up stage the scheduler's exception is read as."""
+    doc = _check("--log", str(_case_log(case_id, tmp_path)), "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]][:1] == ["cuda-graph-capture-failed"], why
+
+
+@pytest.mark.parametrize("line", [
+    "Piecewise CUDA Graph failed with error: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "CUDA error: an illegal memory access was encountered",
+])
+def test_a_capture_out_of_memory_or_another_cuda_error_is_not_the_capture_class(line: str, tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "cuda-graph-capture-failed" not in _causes(path)
+
+
+def test_a_name_missing_from_transformers_is_its_version(tmp_path: Path) -> None:
+    """huggingface/transformers#36246 (i669): vLLM 0.7.2 imports a processor class transformers 4.49 dropped; the
+    module is there, so the package is installed: the pair of versions is the cause, not a missing dependency."""
+    doc = _check("--log", str(_case_log("i669", tmp_path)), "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]][:1] == ["transformers-version-mismatch"]
+
+
+def test_a_name_missing_from_another_package_stays_a_dependency(tmp_path: Path) -> None:
+    """sgl-project/sglang#764 (i144): the name is missing from flashinfer, not transformers."""
+    causes = _causes(_case_log("i144", tmp_path))
+    assert "engine-dependency-missing" in causes and "transformers-version-mismatch" not in causes
+
+
+def test_sglang_refusing_tools_without_a_parser_is_the_missing_parser(tmp_path: Path) -> None:
+    """sgl-project/sglang#10184 (i651): what the client got, 'Unsupported tool_call_parser: None' (sglang
+    function_call_parser.py:150 with no --tool-call-parser), answers tools-ignored; another name printed there is not
+    a missing parser."""
+    doc = _check("--client-output", str(_case_text("i651", "client_output", tmp_path)), "--symptom", "tools-ignored")
+    assert [f["id"] for f in doc["findings"]][:1] == ["tool-parser-missing"]
+    other = tmp_path / "other.txt"
+    other.write_text("ValueError: Unsupported tool_call_parser: qwen99\n", encoding="utf-8")
+    assert "tool-parser-missing" not in _causes(other)
+
+
+def test_ray_serves_unknown_engine_argument_is_a_removed_flag(tmp_path: Path) -> None:
+    """ray-project/ray#64466 (i659): Ray Serve LLM refuses an engine_kwargs key that is no field of vLLM's engine
+    arguments; `task` was vLLM's --task until 0.12.0 (the flag catalogs' history), so on 0.22.0 it is removed-flag."""
+    facts = {f.key: f.value for f in read_log_input(str(_case_log("i659", tmp_path))).facts}
+    assert facts["log.engine_kwargs_unknown"] == ["task"]
+    doc = _check("--log", str(_case_log("i659", tmp_path)), "--engine-version", "0.22.0", "--symptom", "launch-failure")
+    assert [f["id"] for f in doc["findings"]][:1] == ["removed-flag"]
+    # a release that still has --task: nothing removed
+    doc = _check("--log", str(_case_log("i659", tmp_path)), "--engine-version", "0.10.0", "--symptom", "launch-failure")
+    assert "removed-flag" not in [f["id"] for f in doc["findings"]]
+
+
+def test_the_soft_cap_refusal_behind_a_wrappers_suffix(tmp_path: Path) -> None:
+    """logikon-ai/cot-eval#56 (i658): vLLM 0.5.1-0.5.2's wording ('withlogits_soft_cap'), re-raised by pydantic
+    with ' (type=value_error)' after it."""
+    assert "softcap-unsupported-backend" in _causes(_case_log("i658", tmp_path))
+
+
+def test_a_prompt_longer_than_the_maximum_model_length_is_the_context(tmp_path: Path) -> None:
+    """vllm V1's input processor (i675, zai-org/Glyph#9): 'The decoder prompt (length 163840) is longer than the
+    maximum model length of 131072', as the client got it."""
+    assert "context-shorter-than-requests" in _causes(_case_text("i675", "client_output", tmp_path))
+
+
+@pytest.mark.parametrize("line", [
+    "ImportError: cannot import name 'x' from 'transformers_stream_generator' (/site-packages/x/__init__.py)",
+    "Ignore import error when loading sglang.srt.models.foo: cannot import name 'A' from 'transformers'",
+])
+def test_not_transformers_or_a_skipped_module_is_not_its_version(line: str, tmp_path: Path) -> None:
+    """Another package whose name starts with 'transformers', and a model module SGLang skipped on a server that goes
+    on, are not the engine's transformers at another release."""
+    path = tmp_path / "server.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert "transformers-version-mismatch" not in _causes(path)

@@ -63,6 +63,10 @@ _VLLM_OLD_VERSION = _rule('vLLM API server version', r"vLLM API server version (
 #: a launcher that builds the engine's arguments itself (LLaMA-Factory, verl, …) passing one the release lacks:
 #: Python's TypeError from the generated EngineArgs / ServerArgs dataclass __init__
 _ENGINE_KWARG = _rule('unexpected keyword argument', r"__init__\(\) got an unexpected keyword argument '(\w+)'", re.M)
+#: Ray Serve LLM sorts the engine_kwargs of an LLMConfig into vLLM's FrontendArgs and AsyncEngineArgs fields and
+#: refuses any other key (ray-project/ray python/ray/llm/_internal/serve/engines/vllm/vllm_models.py at b4061b5,
+#: VLLMEngineConfig.from_llm_config: raise ValueError(f"Unknown engine argument: {key}")): the key is a field of vLLM's arguments
+_RAY_ENGINE_KWARG = _rule('Unknown engine argument: ', r"Unknown engine argument: (\w+)", re.M)
 _ENGINE_ARGS_CLASS = re.compile(r"\b(?:Async)?EngineArgs\b|\bServerArgs\b")
 #: the V0 engine's start line (vllm/engine/llm_engine.py:88 in 0.3.3, without the version; "(vX)" from 0.4)
 _VLLM_V0_ENGINE = _rule('Initializing an LLM engine', r"Initializing an LLM engine (?:\(v([^)\s]+)\) )?with config:", re.M)
@@ -489,6 +493,13 @@ def _sglang(scan: _Scan, put: Any) -> None:
 def _engine_kwargs(scan: _Scan, put: Any, engine: str | None) -> None:
     """log.engine_kwargs_unknown, and the engine its argument class names when nothing else did (vLLM's
     EngineArgs / AsyncEngineArgs, SGLang's ServerArgs)."""
+    ray = scan.all(_RAY_ENGINE_KWARG)
+    if ray:
+        put("log.engine_kwargs_unknown", list(dict.fromkeys(m.group(1) for _, m in ray))[:MAX_ITEMS],
+            "Ray Serve LLM's 'Unknown engine argument' (a key that is no field of vLLM's engine arguments)")
+        if engine is None:
+            put("log.engine", "vllm", "Ray Serve LLM checks its engine_kwargs against vLLM's AsyncEngineArgs")
+        return
     found = scan.all(_ENGINE_KWARG)
     kwargs = [m.group(1) for _, m in found]
     cls = _ENGINE_ARGS_CLASS.search(scan.text) if kwargs else None
