@@ -128,6 +128,17 @@ SERVING: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
         # module outside STARTUP, it was never read as start-up
         (("vllm/entrypoints/launchers/utils/ssl.py",), False),
         (("vllm/transformers_utils/processors/*", "vllm/tokenizers/*_encoding.py"), False),
+        # the model families' tokenizer classes: built while the model loads (from_pretrained, __init__), then asked
+        # to encode, template and check each request — their other methods and their module's helpers
+        # (0.33.0: mistral.py maybe_serialize_tool_calls, validate_request_params; deepseek_v41.py
+        # _normalize_messages; kimi_audio.py KimiAudioTokenizer.apply_chat_template). Not Mistral's before the move
+        # (transformers_utils/tokenizers/mistral.py, 0.6.0-0.11.0), whose module-level find_tokenizer_file runs as
+        # the tokenizer loads
+        (("vllm/tokenizers/mistral.py", "vllm/tokenizers/kimi_audio.py", "vllm/tokenizers/deepseek_v*.py",
+          "vllm/tokenizers/alpamayo2_super.py"), False),
+        # the API server's launcher: its functions set the server up (validate_api_server_args, serve_http); its
+        # server class's accept loop (NoSignalServer._accept, 0.32.0+) runs while it serves
+        (("vllm/entrypoints/launchers/launcher.py",), True),
     ),
     "sglang": (
         (("sglang/srt/managers/scheduler.py", "sglang/srt/managers/tp_worker.py",
