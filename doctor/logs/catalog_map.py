@@ -123,7 +123,22 @@ STARTUP: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 SERVING: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
     "vllm": (
         (("vllm/v1/worker/gpu_worker.py", "vllm/v1/core/kv_cache_manager.py"), True),
+        # the certificate watcher: built as the server starts (launcher.py:243, 0.33.0), its file-change handler runs
+        # while it serves (launchers/utils/ssl.py:58-70, _watch_files); at serve/utils/ssl.py (0.23.0-0.28.0), a
+        # module outside STARTUP, it was never read as start-up
+        (("vllm/entrypoints/launchers/utils/ssl.py",), False),
         (("vllm/transformers_utils/processors/*", "vllm/tokenizers/*_encoding.py"), False),
+        # the model families' tokenizer classes: built while the model loads (from_pretrained, __init__), then asked
+        # to encode, template and check each request — their other methods and their module's helpers
+        # (0.33.0: mistral.py maybe_serialize_tool_calls, validate_request_params; deepseek_v41.py
+        # _normalize_messages; kimi_audio.py KimiAudioTokenizer.apply_chat_template). Not Mistral's before the move
+        # (transformers_utils/tokenizers/mistral.py, 0.6.0-0.11.0), whose module-level find_tokenizer_file runs as
+        # the tokenizer loads
+        (("vllm/tokenizers/mistral.py", "vllm/tokenizers/kimi_audio.py", "vllm/tokenizers/deepseek_v*.py",
+          "vllm/tokenizers/alpamayo2_super.py"), False),
+        # the API server's launcher: its functions set the server up (validate_api_server_args, serve_http); its
+        # server class's accept loop (NoSignalServer._accept, 0.32.0+) runs while it serves
+        (("vllm/entrypoints/launchers/launcher.py",), True),
     ),
     "sglang": (
         (("sglang/srt/managers/scheduler.py", "sglang/srt/managers/tp_worker.py",
@@ -138,21 +153,35 @@ CONSTRUCTION = ("__init__", "__post_init__", "__new__", "init*", "_init*", "init
 
 
 #: Modules under the start-up packages that a user runs as a command of their own, never reached while a server
-#: starts: SGLang 0.5.23's expert-pack builder and validator (argparse and a ``__main__`` block:
+#: starts: vLLM's batch runner; SGLang 0.5.23's expert-pack builder and validator (argparse and a ``__main__`` block:
 #: sglang/srt/model_loader/expert_pack/build.py, validate.py). Not its ``expert_pack/prepare_*.py``:
 #: ``--load-format expert_pack`` with a raw GGUF runs them as the server starts
 #: (sglang/srt/model_loader/expert_pack_runtime.py:161-176 and :505-510, from the argument hook
 #: sglang/srt/arg_groups/expert_pack_hook.py:96-108), so what they and the modules they import (kimi_ggml.py,
 #: format.py) raise ends a start.
 OFFLINE: dict[str, tuple[str, ...]] = {
+    # `vllm run-batch` (run by vllm/entrypoints/cli/run_batch.py:28, 0.33.0): a batch job over a file, no server;
+    # moved under launchers/ (0.29.0) beside the server's code, from openai/run_batch.py (outside STARTUP)
+    "vllm": ("vllm/entrypoints/launchers/run_batch.py",),
     "sglang": ("sglang/srt/model_loader/expert_pack/build.py", "sglang/srt/model_loader/expert_pack/validate.py"),
+}
+
+
+#: Start-up modules whose objects are built for each request, so nothing in them, their construction included, runs
+#: while a server starts: SGLang's FunctionCallParser (sglang/srt/function_call/function_call_parser.py), built from
+#: the request's tools in the chat handlers (0.5.23: entrypoints/openai/serving_chat.py:1608, :1848) and from the
+#: request's own parser name in /parse_function_call (entrypoints/http_server.py:1754); the server's
+#: --tool-call-parser is checked against its registry by argparse (server_args.py:377-385). Its "Unsupported
+#: tool_call_parser" answers a request, it does not stop a start.
+PER_REQUEST: dict[str, tuple[str, ...]] = {
+    "sglang": ("sglang/srt/function_call/function_call_parser.py",),
 }
 
 
 def serving_only(catalog: str, file: str, function: str) -> bool:
     """Whether a site in a start-up module is not reached while a server starts: it runs only while serving
-    (``SERVING``), or in a command of its own (``OFFLINE``)."""
-    if any(fnmatchcase(file, g) for g in OFFLINE.get(catalog, ())):
+    (``SERVING``, ``PER_REQUEST``), or in a command of its own (``OFFLINE``)."""
+    if any(fnmatchcase(file, g) for g in (*OFFLINE.get(catalog, ()), *PER_REQUEST.get(catalog, ()))):
         return True
     for globs, module_level in SERVING.get(catalog, ()):
         if any(fnmatchcase(file, g) for g in globs):
