@@ -9,6 +9,7 @@ Each function here is one small analyzer with one concern; it reads facts, write
 from __future__ import annotations
 
 import math
+import re
 
 from doctor.derive.registry import analyzer
 from doctor.facts import Facts
@@ -513,3 +514,44 @@ def derive_vllm_pp_class(facts: Facts) -> None:
         if where:
             facts.set("model.vllm_pp_class", where, f"derived: {architecture} in doctor/engines/pp_architectures.json")
             return
+
+
+#: the registry's refusal and the architectures it lists (vLLM's "Model architectures ['X'] are not supported for
+#: now", SGLang's the same words, and SGLang 0.1.x's "Unsupported architectures: ['X']")
+_REFUSED = re.compile(r"(?:Model architectures \[([^\]]*)\] are not supported|Unsupported architectures: \[?([^\]]*))")
+
+
+@analyzer(reads=("log.seen.model_architecture_refused", "log.seen.engine_too_old", "model.architectures",
+                 "engine.name", "launch.version"),
+          produces=("engine.architecture_since", "engine.architecture_not_too_old"))
+def derive_architecture_release(facts: Facts) -> None:
+    """engine.architecture_since / engine.architecture_not_too_old: for a log whose engine refused the architecture
+    ("are not supported"), whether the release is older than the first one that registers it
+    (doctor/engines/architectures.json, every release's registry read from its wheel): only then is an upgrade the
+    fix. A release that registers it refused it because the model's module failed to import."""
+    line = next((str(facts.get(key)) for key in ("log.seen.model_architecture_refused", "log.seen.engine_too_old")
+                 if facts.get(key) and _REFUSED.search(str(facts.get(key)))), None)
+    engine = facts.get("engine.name")
+    if line is None:
+        return
+    # the same words in both engines: with the engine unknown, each engine's answer is given, and the release is
+    # cleared only when both clear it
+    engines = [engine] if engine in ("vllm", "sglang") else ["vllm", "sglang"]
+    m = _REFUSED.search(line)
+    named = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", (m.group(1) or m.group(2) or "") if m else "")
+    found = facts.fact("model.architectures")
+    architectures = named or (found.value if found is not None and isinstance(found.value, list) else [])
+    if not architectures:
+        return
+    from doctor.engines.architectures import registration
+
+    version = facts.get("launch.version")
+    answers = [r for r in (registration(e, str(a), str(version) if version else None)
+                           for a in architectures for e in engines) if r]
+    source = f"derived: {', '.join(map(str, architectures))} in doctor/engines/architectures.json"
+    blame = [r for r in answers if r.state in ("later", "unknown")]
+    if blame:  # with the engine unknown, the other engine's answer too: which engine it is decides
+        said = answers if len(engines) > 1 else blame
+        facts.set("engine.architecture_since", "; ".join(r.sentence() for r in said), source)
+    elif answers:
+        facts.set("engine.architecture_not_too_old", "; ".join(r.sentence() for r in answers), source)
