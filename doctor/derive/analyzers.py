@@ -553,5 +553,6 @@ def derive_architecture_release(facts: Facts) -> None:
     if blame:  # with the engine unknown, the other engine's answer too: which engine it is decides
         said = answers if len(engines) > 1 else blame
         facts.set("engine.architecture_since", "; ".join(r.sentence() for r in said), source)
-    elif answers:
+    elif answers and all(r.state == "registered" for r in answers):  # dropped or never registered: vLLM may still
+        # run it by conversion or the Transformers backend, so nothing is claimed
         facts.set("engine.architecture_not_too_old", "; ".join(r.sentence() for r in answers), source)

@@ -53,13 +53,9 @@ class Registration:
         if self.state == "registered":
             return (f"{name} {version} registers {arch} (from {self.since}: {at}), so the release did not refuse it: "
                     f"its model module failed to import, and the import error in the log names the cause")
-        if self.state == "dropped":
-            return (f"{arch} was registered by {name} {self.since}–{self.until} ({at}) and no longer is in "
-                    f"{version}: a newer release will not bring it back")
-        if self.state == "never":
-            return (f"no {name} release read ({releases[0]}–{releases[-1]}) registers {arch}: a newer release will "
-                    f"not add it; check the name in config.json `architectures`, or serve it through its own code "
-                    f"(--trust-remote-code)")
+        if self.state in ("dropped", "never"):  # vLLM may still run it: a *ForSequenceClassification converted from
+            # its *ForCausalLM (registry.py _normalize_arch), or the Transformers backend; no claim on the release
+            return f"{name} {version} does not register {arch} in its own registry (releases read: {releases[0]}–{releases[-1]})"
         what = "the version was not given" if version is None else f"{version} is older than every release read"
         return (f"{arch} is registered from {name} {self.since} ({at}) ({what}): a release before {self.since} "
                 f"refuses it as too old; one from {self.since} on refuses it only when its model module failed to "
