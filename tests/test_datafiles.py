@@ -113,6 +113,8 @@ ONE_FIELD_BROKEN = [
      "'llmdoctor.catalog-history/1' was expected"),
     ("engines/pp_architectures.json", '"schema": "llmdoctor.pp-architectures/1"',
      '"schema": "llmdoctor.pp-architectures/9"', "'llmdoctor.pp-architectures/1' was expected"),
+    ("engines/architectures.json", '"schema":"llmdoctor.architectures/1"', '"schema":"llmdoctor.architectures/9"',
+     "'llmdoctor.architectures/1' was expected"),
     ("engines/errors/lower.json.gz", '"schema":"llmdoctor.errors/1"', '"schema":"llmdoctor.errors/9"',
      "'llmdoctor.errors/1' was expected"),
 ]

@@ -206,6 +206,9 @@ def _inputs() -> dict[str, OfflineInputs]:
                 "command"], engine_version="0.8.3",
             config=str(CONFIGS / "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json"),
             log=_incident_evidence("i461", "log")),
+        # a reporter's log of vLLM 0.2.4's registry refusing Qwen2ForCausalLM (vllm-project/vllm#3463)
+        "vLLM 0.2.4 refusing an architecture a later release registers": OfflineInputs(
+            engine_version="0.2.4", log=_incident_evidence("i323", "log")),
         "a vLLM log that overrides the KV blocks": OfflineInputs(log=str(LOGS / "vllm-kv-blocks-override.log")),
         "a vLLM log with the hybrid block size": OfflineInputs(log=str(LOGS / "vllm-hybrid-block-size.log")),
         "an SGLang log with speculative decoding": OfflineInputs(log=str(LOGS / "sglang-hybrid-spec-decode.log")),

@@ -68,7 +68,14 @@ def render() -> str:
            "(`{catalog: vllm, template: vllm-…}`) or by a selector (`{catalog: vllm, select: {...}}`, keys in",
            "doctor/logs/catalog_map.py). *Start-up refusals* are templates raised, or logged at error level, in the",
            "start-up modules listed in `STARTUP` there (argument/config validation, model loading, worker and",
-           "device init, KV sizing, parser registries). Start-up warnings are counted beside them.", ""]
+           "device init, KV sizing, parser registries). Start-up warnings are counted beside them.", "",
+           "Two refusals need a second table to say what they mean. The registry's \"Model architectures [...] are",
+           "not supported\" blames the release only when a later one is the first to register the architecture:",
+           "doctor/engines/architectures.json (`python tools/gen_pp_architectures.py --history`) holds, per",
+           "architecture, the releases of each engine whose registry has it, with file:line; a release that has it",
+           "refused it because its model module failed to import. \"Pipeline parallelism is not supported for this",
+           "model\" is the release's when the newest one runs the architecture with PP:",
+           "doctor/engines/pp_architectures.json (`python tools/gen_pp_architectures.py`).", ""]
     for name in ("vllm", "sglang", "lower"):
         catalog = cat.load(name)
         if catalog is None:
