@@ -5,13 +5,20 @@ later release is the first to register the architecture."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import yaml
 
 from doctor.engines.architectures import DATA, registration
 from tests.conftest import find_wheel_file, run_cli, unavailable
-from tools.gen_pp_architectures import catalog_releases, history, read_registered
+from tools.gen_pp_architectures import (
+    TRANSFORMERS_AUTO,
+    catalog_releases,
+    history,
+    model_types,
+    read_registered,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 INCIDENTS = ROOT / "bench" / "incidents"
@@ -46,6 +53,16 @@ def test_the_table_is_what_each_cached_wheel_registers() -> None:
         for arch, where in read.items():
             if answers[arch].since == version:
                 assert answers[arch].where == where, (wheel.name, arch)
+
+
+def test_the_model_types_are_what_the_transformers_wheel_maps() -> None:
+    doc = _doc()
+    pin = doc["model_types"]["read"].split()[0].removeprefix("transformers-")
+    wheel = find_wheel_file("transformers", pin)
+    if wheel is None:
+        unavailable(f"transformers-{pin} wheel not in the wheel dir")
+    with zipfile.ZipFile(wheel) as zf:
+        assert model_types(zf.read(TRANSFORMERS_AUTO).decode(), set(doc["architectures"])) == doc["model_types"]["types"]
 
 
 def test_runs_close_where_a_release_drops_the_architecture() -> None:
@@ -111,3 +128,16 @@ def test_check_names_the_release_only_when_it_lacks_the_architecture(tmp_path: P
     ids = [f["id"] for f in out["findings"]]
     assert "engine-too-old" not in ids
     assert "vLLM 0.6.3 registers LlamaForCausalLM" in json.dumps(out["facts"]["engine.architecture_not_too_old"])
+
+
+def test_transformers_unknown_model_type_on_a_release_that_registers_it(tmp_path: Path) -> None:
+    """i563 (vllm-project/vllm#33580): vLLM 0.15.0's transformers did not know model type glm4_moe_lite, whose
+    architecture (transformers' auto mapping: Glm4MoeLiteForCausalLM) vLLM 0.15.0 registers: transformers is what is
+    missing, not the engine; the same refusal on 0.14.1, which lacks the architecture, is the release's."""
+    out = _check("i563", tmp_path, "--engine-version", "0.15.0")
+    ids = [f["id"] for f in out["findings"]]
+    assert "engine-too-old" not in ids and "transformers-too-old-for-architecture" in ids
+    assert "vLLM 0.15.0 registers Glm4MoeLiteForCausalLM" in out["facts"]["engine.architecture_not_too_old"]["value"]
+    out = _check("i563", tmp_path, "--engine-version", "0.14.1")
+    too_old = next(f for f in out["findings"] if f["id"] == "engine-too-old")
+    assert "Glm4MoeLiteForCausalLM is registered from vLLM 0.15.0" in json.dumps(too_old)

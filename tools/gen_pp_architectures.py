@@ -219,6 +219,35 @@ def read_wheel(path: Path) -> tuple[dict[str, str], list[str]]:
     return supported, sorted(arch for arch, key in registry.items() if key not in classes)
 
 
+#: transformers' auto classes for the models serving engines generate with: model type → architecture
+TRANSFORMERS_AUTO = "transformers/models/auto/modeling_auto.py"
+TRANSFORMERS_MAPPINGS = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES")
+
+
+def model_types(source: str, known: set[str]) -> dict[str, list[str]]:
+    """Model type → the architectures transformers' auto mappings give it (``("glm4_moe_lite",
+    "Glm4MoeLiteForCausalLM")``), kept where an engine registers the architecture: a refusal that names only the
+    model type ("has model type `glm4_moe_lite` but Transformers does not recognize this architecture") is then
+    read against the engines' registries."""
+    out: dict[str, set[str]] = {}
+    for node in ast.parse(source).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in TRANSFORMERS_MAPPINGS and isinstance(node.value, ast.Call) and node.value.args
+                and isinstance(node.value.args[0], (ast.List, ast.Tuple))):
+            for pair in node.value.args[0].elts:
+                if (isinstance(pair, ast.Tuple) and len(pair.elts) == 2
+                        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in pair.elts)
+                        and pair.elts[1].value in known):
+                    out.setdefault(pair.elts[0].value, set()).add(pair.elts[1].value)
+    return {t: sorted(a) for t, a in sorted(out.items())}
+
+
+def _transformers_pin() -> str:
+    """The transformers release the lower-layer error catalog reads (tools/errors_lower.txt)."""
+    rows = (line.split() for line in (ROOT / "tools" / "errors_lower.txt").read_text(encoding="utf-8").splitlines())
+    return next(row[1] for row in rows if len(row) >= 2 and row[0] == "transformers")
+
+
 def catalog_releases() -> list[tuple[str, str]]:
     """(engine, version) of every release tools/catalog_versions.txt lists, in its order (oldest first per engine)."""
     rows = (line.split() for line in VERSIONS.read_text(encoding="utf-8").splitlines())
@@ -277,16 +306,33 @@ def _read_release(engine: str, version: str, wheel_dir: Path, read_dir: Path | N
 
 def write_history(wheel_dir: Path, read_dir: Path | None) -> dict:
     """Read every catalog release and write doctor/engines/architectures.json; the document written."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from catalog_gen.wheel import download_wheel, find_wheel
+
     reads: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for engine, version in catalog_releases():
         _, registered = _read_release(engine, version, wheel_dir, read_dir)
         if not registered:
             raise SystemExit(f"{engine} {version}: no model registry found in its wheel (tools/gen_pp_architectures.py)")
         reads.setdefault(engine, []).append((version, registered))
+    table = history(reads)
+    pin = _transformers_pin()
+    wheel = find_wheel(wheel_dir, "transformers", pin)
+    scratch = None
+    if wheel is None:
+        scratch = Path(tempfile.mkdtemp(prefix="arch-transformers-"))
+        wheel = download_wheel(scratch, "transformers", pin)
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            types = model_types(zf.read(TRANSFORMERS_AUTO).decode("utf-8"), set(table))
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     doc = {"schema": "llmdoctor.architectures/1",
            "generated_by": "python tools/gen_pp_architectures.py --history (the wheels of tools/catalog_versions.txt)",
            "releases": {engine: [version for version, _ in releases] for engine, releases in reads.items()},
-           "architectures": history(reads)}
+           "architectures": table,
+           "model_types": {"read": f"transformers-{pin} {TRANSFORMERS_AUTO}", "types": types}}
     HISTORY_OUT.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True).replace('},"', '},\n"') + "\n",
                            encoding="utf-8")
     return doc

@@ -519,40 +519,53 @@ def derive_vllm_pp_class(facts: Facts) -> None:
 #: the registry's refusal and the architectures it lists (vLLM's "Model architectures ['X'] are not supported for
 #: now", SGLang's the same words, and SGLang 0.1.x's "Unsupported architectures: ['X']")
 _REFUSED = re.compile(r"(?:Model architectures \[([^\]]*)\] are not supported|Unsupported architectures: \[?([^\]]*))")
+#: transformers' refusal of a model type it does not know (transformers/models/auto/configuration_auto.py)
+_UNKNOWN_TYPE = re.compile(r"has model type `?(\w+)`? but Transformers does not recognize this architecture")
+_REFUSAL_LINES = ("log.seen.model_architecture_refused", "log.seen.engine_too_old",
+                  "log.seen.transformers_too_old_for_architecture")
 
 
-@analyzer(reads=("log.seen.model_architecture_refused", "log.seen.engine_too_old", "model.architectures",
-                 "engine.name", "launch.version"),
+@analyzer(reads=(*_REFUSAL_LINES, "model.architectures", "engine.name", "launch.version"),
           produces=("engine.architecture_since", "engine.architecture_not_too_old"))
 def derive_architecture_release(facts: Facts) -> None:
     """engine.architecture_since / engine.architecture_not_too_old: for a log whose engine refused the architecture
-    ("are not supported"), whether the release is older than the first one that registers it
-    (doctor/engines/architectures.json, every release's registry read from its wheel): only then is an upgrade the
-    fix. A release that registers it refused it because the model's module failed to import."""
-    line = next((str(facts.get(key)) for key in ("log.seen.model_architecture_refused", "log.seen.engine_too_old")
-                 if facts.get(key) and _REFUSED.search(str(facts.get(key)))), None)
-    engine = facts.get("engine.name")
-    if line is None:
+    ("are not supported"), or whose transformers did not know the model type, whether the release is older than the
+    first one that registers the architecture (doctor/engines/architectures.json, every release's registry read from
+    its wheel): only then is an upgrade the fix. A release that registers it refused it because the model's module
+    failed to import, or ran a transformers too old for the model type."""
+    lines = [str(facts.get(key)) for key in _REFUSAL_LINES if facts.get(key)]
+    refused = next((m for m in map(_REFUSED.search, lines) if m), None)
+    unknown = next((m for m in map(_UNKNOWN_TYPE.search, lines) if m), None) if refused is None else None
+    if refused is None and unknown is None:
+        return
+    from doctor.engines.architectures import NAMES, could_be, model_type_architectures, registration
+
+    found = facts.fact("model.architectures")
+    configured = [str(a) for a in found.value] if found is not None and isinstance(found.value, list) else []
+    if refused:
+        architectures = re.findall(r"[A-Za-z_]\w*", refused.group(1) or refused.group(2) or "") or configured
+    else:
+        architectures = configured or model_type_architectures(unknown.group(1))
+    if not architectures:
         return
     # the same words in both engines: with the engine unknown, each engine's answer is given, and the release is
     # cleared only when both clear it
-    engines = [engine] if engine in ("vllm", "sglang") else ["vllm", "sglang"]
-    m = _REFUSED.search(line)
-    named = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", (m.group(1) or m.group(2) or "") if m else "")
-    found = facts.fact("model.architectures")
-    architectures = named or (found.value if found is not None and isinstance(found.value, list) else [])
-    if not architectures:
-        return
-    from doctor.engines.architectures import registration
-
+    engine = facts.get("engine.name")
     version = facts.get("launch.version")
-    answers = [r for r in (registration(e, str(a), str(version) if version else None)
+    engines = ([engine] if engine in ("vllm", "sglang")
+               else [e for e in ("vllm", "sglang") if could_be(e, str(version) if version else None)])
+    answers = [r for r in (registration(e, a, str(version) if version else None)
                            for a in architectures for e in engines) if r]
-    source = f"derived: {', '.join(map(str, architectures))} in doctor/engines/architectures.json"
+    source = f"derived: {', '.join(architectures)} in doctor/engines/architectures.json"
     blame = [r for r in answers if r.state in ("later", "unknown")]
     if blame:  # with the engine unknown, the other engine's answer too: which engine it is decides
-        said = answers if len(engines) > 1 else blame
-        facts.set("engine.architecture_since", "; ".join(r.sentence() for r in said), source)
+        said = "; ".join(r.sentence() for r in (answers if len(engines) > 1 else blame))
+        facts.set("engine.architecture_since", said if len(blame) == len(answers) else f"the engine decides: {said}",
+                  source)
     elif answers and all(r.state == "registered" for r in answers):  # dropped or never registered: vLLM may still
         # run it by conversion or the Transformers backend, so nothing is claimed
-        facts.set("engine.architecture_not_too_old", "; ".join(r.sentence() for r in answers), source)
+        said = "; ".join(r.sentence() if refused else
+                         f"{NAMES[r.engine]} {r.version} registers {r.architecture} (from {r.since}: {r.where}), so "
+                         f"transformers' refusal of model type `{unknown.group(1)}` is the transformers release's, "
+                         f"not the engine's" for r in answers)
+        facts.set("engine.architecture_not_too_old", said, source)

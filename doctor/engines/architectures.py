@@ -23,9 +23,19 @@ NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 @lru_cache(maxsize=1)
+def _doc() -> dict:
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
 def _table() -> tuple[dict[str, list[str]], dict[str, dict[str, list[list[str | None]]]]]:
-    doc = json.loads(DATA.read_text(encoding="utf-8"))
+    doc = _doc()
     return doc["releases"], doc["architectures"]
+
+
+def model_type_architectures(model_type: str) -> list[str]:
+    """The architectures transformers' auto mappings give a model type (of those an engine registers; the transformers
+    release the table read is in its ``model_types.read``), for a refusal that names only the model type."""
+    return list(_doc()["model_types"]["types"].get(model_type, []))
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,18 @@ class Registration:
         return (f"{arch} is registered from {name} {self.since} ({at}) ({what}): a release before {self.since} "
                 f"refuses it as too old; one from {self.since} on refuses it only when its model module failed to "
                 f"import (pass --engine-version to decide)")
+
+
+def could_be(engine: str, version: str | None) -> bool:
+    """Whether ``version`` can be a release of ``engine``: not of a later series than the newest release read (the
+    table holds every release up to it), so an SGLang-only number (0.5.x) is not read as vLLM's and vLLM's 0.15.0 not
+    as SGLang's. True for an unknown version."""
+    releases = _table()[0].get(engine)
+    want = version_key(version) if version else None
+    if not releases or want is None:
+        return True
+    newest = version_key(releases[-1])
+    return want[:2] <= newest[:2]
 
 
 def registration(engine: str, architecture: str, version: str | None) -> Registration | None:
