@@ -22,4 +22,5 @@ fetch_wheel sglang 0.5.23 --python-version 3.11 --platform manylinux_2_34_x86_64
 fetch_wheel sglang 0.1.3   # tests/test_catalog_generator.py: regenerate the history's first release
 fetch_wheel sglang 0.4.3   # ... and a later one
 fetch_wheel vllm 0.3.3 --python-version 3.10 --platform manylinux1_x86_64   # ... and vLLM's launchers (38 MB)
+fetch_wheel transformers 5.19.0   # tests/test_architectures.py: model type -> architecture, as tools/errors_lower.txt pins it
 echo "$dir"
