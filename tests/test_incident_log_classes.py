@@ -36,6 +36,13 @@ def _case_log(case_id: str, tmp_path: Path) -> Path:
     return path
 
 
+def _line_log(line: str, tmp_path: Path) -> Path:
+    """A log of one line (a reporter's line, or a variant of it a test rules out)."""
+    path = tmp_path / "server.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    return path
+
+
 def _causes(path: Path) -> list[str]:
     facts = {f.key: f.value for f in read_log_input(str(path)).facts}
     return facts.get("log.causes", [])
@@ -414,8 +421,7 @@ def test_a_transformers_refusal_keeps_engine_too_old_first(tmp_path: Path) -> No
      "INFO:     127.0.0.1:40000 - \"GET /model_info HTTP/1.1\" 503 Service Unavailable"),
 ])
 def test_a_line_that_only_looks_like_the_class_does_not_name_it(cause: str, line: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.log"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = _line_log(line, tmp_path)
     assert cause not in _causes(path)
 
 
@@ -478,8 +484,7 @@ def test_sglang_quoting_a_low_static_fraction_names_the_fraction(tmp_path: Path)
     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
 ])
 def test_sglang_refusal_without_a_low_fraction_is_not_the_fraction(line: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.log"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = _line_log(line, tmp_path)
     named = [f["id"] for f in _check("--log", str(path), "--symptom", "launch-failure")["findings"]]
     assert "mem-fraction-low" not in named and "startup-out-of-memory" in named
 
@@ -519,8 +524,7 @@ def test_an_embedding_export_started_as_a_generator(tmp_path: Path) -> None:
     "ValueError: There is no module or parameter named 'layers' in Qwen3Model",
 ])
 def test_a_missing_name_that_is_not_a_bare_base_model(line: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.log"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = _line_log(line, tmp_path)
     assert "pooling-model-task-not-set" not in _causes(path)
 
 
@@ -548,8 +552,7 @@ def test_a_capture_error_in_words_is_the_capture(case_id: str, why: str, tmp_pat
     "CUDA error: an illegal memory access was encountered",
 ])
 def test_a_capture_out_of_memory_or_another_cuda_error_is_not_the_capture_class(line: str, tmp_path: Path) -> None:
-    path = tmp_path / "server.log"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = _line_log(line, tmp_path)
     assert "cuda-graph-capture-failed" not in _causes(path)
 
 
@@ -608,6 +611,5 @@ def test_a_prompt_longer_than_the_maximum_model_length_is_the_context(tmp_path: 
 def test_not_transformers_or_a_skipped_module_is_not_its_version(line: str, tmp_path: Path) -> None:
     """Another package whose name starts with 'transformers', and a model module SGLang skipped on a server that goes
     on, are not the engine's transformers at another release."""
-    path = tmp_path / "server.log"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = _line_log(line, tmp_path)
     assert "transformers-version-mismatch" not in _causes(path)
