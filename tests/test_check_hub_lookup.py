@@ -98,12 +98,41 @@ def test_a_stalled_hub_does_not_hold_the_answer(engine: str, tmp_path: Path) -> 
     assert "did not answer in a run less than 1 h ago" in again["errors"]["model"]
 
 
-def test_the_hub_lookup_is_started_by_the_thread_that_waits_for_it(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`check` starts a lookup from the server probe's thread; the Hub part (which imports huggingface_hub, and with
-    it typing) starts only when the main thread waits for the answer, so that no thread is importing typing while
-    the main thread defines dataclasses (doctor/model/resolve.py ``_Lookup.wait``). A repo the HF cache and the memo
-    answer whole needs no thread at all."""
+_RACE = """
+import dataclasses, sys, threading
+from doctor.model.resolve import _import_typing_whole
+assert "typing" not in sys.modules
+def plain():
+    import typing  # noqa: F401
+worker = threading.Thread(target=plain if sys.argv[1] == "plain" else _import_typing_whole)
+worker.start()
+made = 0
+while worker.is_alive() or made < 50:  # a dataclass defined the whole time typing is being imported
+    dataclasses.make_dataclass(f"C{made}", [("a", int), ("b", "str")])
+    made += 1
+worker.join()
+"""
+
+
+def test_typing_is_published_whole_for_the_hub_thread() -> None:
+    """huggingface_hub imports typing, and `check` itself never does (doctor/__init__.py): a thread importing it the
+    plain way leaves it half made in sys.modules while the main thread defines dataclasses, which read
+    typing.ClassVar from there (the AttributeError `check` once exited 4 on). The lookup imports it whole before its
+    thread starts (doctor/model/resolve.py ``_import_typing_whole``)."""
+    def run(how: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _RACE, how], capture_output=True, text=True, cwd=ROOT,
+                              timeout=60)
+
+    plain = run("plain")
+    assert plain.returncode != 0 and "has no attribute 'ClassVar'" in plain.stderr  # the hazard is real
+    for _ in range(5):
+        whole = run("whole")
+        assert whole.returncode == 0, whole.stderr[-2000:]
+
+
+def test_the_hub_lookup_runs_beside_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` starts a lookup from the server probe's thread: what only the Hub can add is asked at once, in a thread
+    of its own, so it runs beside the other probes; a repo the HF cache and the memo answer whole needs no thread."""
     import threading
 
     from doctor.model import resolve
@@ -120,9 +149,9 @@ def test_the_hub_lookup_is_started_by_the_thread_that_waits_for_it(tmp_path: Pat
         prober.start()
         prober.join()
         (lookup,) = resolve._LOOKUPS.values()
-        assert lookup.thread.ident is None and not resolve.lookups_running()  # asked, not started
+        assert lookup.thread.ident is not None  # asked at once, not when the answer is awaited
         found = resolve.resolve_model(REPO, budget_s=30)
-        assert found.origin == "Hub" and found.weights is not None and lookup.thread.ident is not None
+        assert found.origin == "Hub" and found.weights is not None
         # the next lookup of the same repo: the cache and the memo answer it whole, no thread
         monkeypatch.setattr(resolve, "_LOOKUPS", {})
         monkeypatch.setattr(resolve, "_RESOLVED", {})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -110,8 +111,7 @@ def _key(spec: str, offline: bool) -> tuple[str, bool, str, str]:
 # -- a lookup of its own ---------------------------------------------------------------------------------------
 class _Lookup:
     """One repo id being resolved: what the HF cache and the memo hold is read at once, and what only the Hub can
-    add is asked in a daemon thread, started by the first thread that waits for the answer (see ``wait``); what it
-    found, or what it raised."""
+    add is asked in a daemon thread, beside the probes; what it found, or what it raised."""
 
     def __init__(self, spec: str, offline: bool) -> None:
         self.started = time.monotonic()
@@ -129,6 +129,8 @@ class _Lookup:
             _RESOLVED[_key(spec, offline)] = (time.monotonic(), local)
             return
         self._cached = local
+        _import_typing_whole()
+        self.thread.start()
 
     def _run(self, spec: str, offline: bool) -> None:
         try:
@@ -139,21 +141,30 @@ class _Lookup:
             _RESOLVED[_key(spec, offline)] = (time.monotonic(), self.found)
 
     def wait(self, timeout_s: float) -> bool:
-        """Whether the lookup is done after waiting at most ``timeout_s``; the Hub's thread is started here if it
-        was needed and is not running yet.
-
-        Started here, not where the lookup began (a probe's thread, `check`'s prefetch): huggingface_hub imports
-        typing, and while a thread imports it a half-made typing sits in sys.modules, from which dataclasses reads
-        typing.ClassVar for every field of every dataclass another thread defines (an AttributeError). `check`
-        never imports typing itself (doctor/__init__.py), and its main thread defines dataclasses as it imports
-        while the probes run; that thread is the one that waits here, so it imports typing whole first."""
-        if self.found is None and self.error is None and self.thread.ident is None:
-            import typing  # noqa: F401
-
-            self.thread.start()
+        """Whether the lookup is done after waiting at most ``timeout_s`` (no wait when no thread was needed)."""
         if self.thread.ident is not None:
             self.thread.join(max(0.0, timeout_s))
         return not self.thread.is_alive()
+
+
+def _import_typing_whole() -> None:
+    """Import typing so that no thread ever sees it half made, before a thread imports huggingface_hub (which
+    imports typing).
+
+    An import puts a module in sys.modules before its body has run, and dataclasses reads typing.ClassVar from
+    sys.modules for every field of every dataclass it defines: a dataclass defined in one thread while another
+    imports typing fails (AttributeError). `check` never imports typing itself (doctor/__init__.py) and defines
+    dataclasses as it imports while the probes run, so typing's body is run here first and the finished module
+    published; a process that already has typing (every command but `check`'s fast path) returns at once."""
+    if "typing" in sys.modules:
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec("typing")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules.setdefault("typing", module)
 
 
 #: Repo ids being (or already) resolved in threads of their own, by resolve_model's key.
