@@ -9,9 +9,9 @@ import zipfile
 from pathlib import Path
 
 import yaml
+from conftest import find_wheel_file, run_cli, unavailable
 
 from doctor.engines.architectures import DATA, registration
-from tests.conftest import find_wheel_file, run_cli, unavailable
 from tools.gen_pp_architectures import (
     TRANSFORMERS_AUTO,
     catalog_releases,
