@@ -5,6 +5,7 @@ later release is the first to register the architecture."""
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -12,7 +13,10 @@ import yaml
 from conftest import find_wheel_file, run_cli, unavailable
 
 from doctor.engines.architectures import DATA, registration
-from tools.gen_pp_architectures import (
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tools/ is not an installed package
+from tools.gen_pp_architectures import (  # noqa: E402
     TRANSFORMERS_AUTO,
     catalog_releases,
     history,
@@ -20,7 +24,6 @@ from tools.gen_pp_architectures import (
     read_registered,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 INCIDENTS = ROOT / "bench" / "incidents"
 
 

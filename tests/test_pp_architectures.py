@@ -4,16 +4,18 @@ the rule that reads them: a release that refused PP for an architecture the newe
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
 import yaml
+from conftest import find_wheel_file, unavailable
 
 from doctor.engines.pp_architectures import DATA, pp_class
-from tests.conftest import find_wheel_file, unavailable
-from tools.gen_pp_architectures import MODELS, read_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tools/ is not an installed package
+from tools.gen_pp_architectures import MODELS, read_wheel  # noqa: E402
 
 
 def _committed() -> dict:
