@@ -134,7 +134,8 @@ class _Lookup:
 
     def _run(self, spec: str, offline: bool) -> None:
         try:
-            self.found = _from_the_hub(spec, self._cached)
+            # the Hub may have been taken as down since _locally asked (a fleet's lookups run side by side)
+            self.found = _not_asked(spec, self._cached) or _from_the_hub(spec, self._cached)
         except BaseException as exc:  # noqa: BLE001 — handed to the thread that waits for it
             self.error = exc
         else:
@@ -244,11 +245,8 @@ def _locally(spec: str, offline: bool) -> tuple[ResolvedModel | None, bool]:
 
 
 def _from_the_hub(spec: str, cached: ResolvedModel | None) -> ResolvedModel:
-    """The Hub's part of a lookup: the whole repo, or the exact weights of a config already cached — unless the
-    Hub was taken as down since the lookup began (a fleet's lookups run side by side)."""
-    not_asked = _not_asked(spec, cached)
-    if not_asked is not None:
-        return not_asked
+    """The Hub's part of a lookup (_locally said it is needed): the whole repo, or the exact weights of a config
+    already cached."""
     return _from_hub(spec) if cached is None else _hub_weights(spec, cached)
 
 
